@@ -1,0 +1,29 @@
+# The README's commands: `make run` trains MADQN briefly, `make test` runs the tests.
+# Both create .venv (CPython 3.10) from requirements.txt + constraints.txt when it is missing.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+RUN_ARGS ?=
+
+.PHONY: run test venv clean-venv
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt setup.py
+	@python=$$(scripts/find_python310.sh) || exit 1; \
+	if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$python"; "$$python" -m venv $(VENV); fi
+	$(PY) -m pip install --quiet --upgrade "pip<26"
+	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) examples/mpe/run_madqn.py --lp_launch_type=local_mt --max_executor_steps=20000 $(RUN_ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""Components shared by every system: nodes, loops, loggers, checkpointing."""

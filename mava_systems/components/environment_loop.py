@@ -1,0 +1,80 @@
+"""Runs a multi-agent environment with an executor, counting and logging each episode."""
+
+import time
+from typing import Any, Callable, Dict, Optional, Protocol
+
+from acme.utils import counting, loggers
+import dm_env
+import launchpad as lp
+import numpy as np
+
+from mava_systems.components.replay import ProgramStopping
+from wrappers import MultiAgentEnvironment
+
+
+class Executor(Protocol):
+    """What the loop needs of an executor."""
+
+    def select_actions(self, observations: Dict[str, Any]) -> Dict[str, Any]: ...
+    def observe_first(self, timestep: dm_env.TimeStep) -> None: ...
+    def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep) -> None: ...
+    def update(self, wait: bool = False) -> None: ...
+
+
+class EnvironmentLoop:
+    """Plays episodes: the executor acts, observes and updates its variables every step."""
+
+    def __init__(
+        self,
+        environment: MultiAgentEnvironment,
+        executor: Executor,
+        counter: Optional[counting.Counter] = None,
+        logger: Optional[loggers.Logger] = None,
+        extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
+    ):
+        self._environment = environment
+        self._executor = executor
+        self._counter = counter or counting.Counter()
+        self._logger = logger or loggers.NoOpLogger()
+        self._extra_log_fn = extra_log_fn
+
+    def run_episode(self) -> Dict[str, Any]:
+        """Plays one episode and returns its statistics (also logged)."""
+        start = time.time()
+        timestep = self._environment.reset()
+        self._executor.observe_first(timestep)
+        agents = list(timestep.observation)
+        returns = np.zeros(len(agents), dtype=np.float64)
+        steps = 0
+        while not timestep.last():
+            actions = self._executor.select_actions(timestep.observation)
+            timestep = self._environment.step(actions)
+            self._executor.observe(actions, timestep)
+            self._executor.update()
+            returns += [timestep.reward[agent] for agent in agents]
+            steps += 1
+        counts = self._counter.increment(episodes=1, steps=steps)
+        elapsed = time.time() - start
+        result = {
+            "episode_length": steps,
+            "episode_return": float(returns.sum()),
+            "steps_per_second": steps / elapsed if elapsed > 0 else 0.0,
+            **{f"episode_return/{agent}": float(value) for agent, value in zip(agents, returns)},
+            **counts,
+        }
+        if self._extra_log_fn is not None:
+            result.update(self._extra_log_fn())
+        self._logger.write(result)
+        return result
+
+    def run(self, num_episodes: Optional[int] = None,
+            should_stop: Optional[Callable[[], bool]] = None) -> None:
+        """Plays episodes until `num_episodes` were played or the program stops."""
+        should_stop = should_stop or (lambda: lp.wait_for_stop(0))
+        played = 0
+        try:
+            while not should_stop() and (num_episodes is None or played < num_episodes):
+                self.run_episode()
+                played += 1
+        except ProgramStopping:
+            pass

@@ -1,0 +1,41 @@
+"""The evaluator: greedy rounds of episodes with the latest variables, every few seconds."""
+
+from typing import Any
+
+from acme.utils import counting, loggers
+import launchpad as lp
+import numpy as np
+
+from mava_systems.components.environment_loop import EnvironmentLoop
+
+
+class Evaluator:
+    """Plays `episodes` greedy episodes every `interval_s` and logs their mean return."""
+
+    def __init__(self, loop: EnvironmentLoop, executor: Any, counter: counting.Counter,
+                 logger: loggers.Logger, episodes: int, interval_s: float):
+        self._loop = loop
+        self._executor = executor
+        self._counter = counter
+        self._logger = logger
+        self._episodes = episodes
+        self._interval_s = interval_s
+
+    def evaluate(self) -> dict:
+        """Fetches the latest variables, plays one round and logs its summary."""
+        self._executor.update(wait=True)
+        returns = [self._loop.run_episode()["episode_return"] for _ in range(self._episodes)]
+        result = {
+            "evaluation_return": float(np.mean(returns)),
+            "evaluation_return_std": float(np.std(returns)),
+            **self._counter.get_counts(),
+        }
+        self._logger.write(result)
+        return result
+
+    def run(self) -> None:
+        """Evaluates until the program stops."""
+        while True:
+            self.evaluate()
+            if lp.wait_for_stop(self._interval_s):
+                return

@@ -1,0 +1,55 @@
+"""Exploration rates for a set of executors."""
+
+from typing import List
+
+import numpy as np
+
+
+def executor_epsilons(num_executors: int) -> List[float]:
+    """One epsilon per executor, spread log-uniformly as in Acme's distributed DQN.
+
+    Executor 0 explores least (0.4**8 ~ 0.00066) and the last explores most
+    (0.4); a single executor gets 0.4.
+    """
+    if num_executors <= 0:
+        raise ValueError(f"num_executors must be positive, got {num_executors}")
+    return [float(e) for e in np.flip(np.logspace(1, 8, num_executors, base=0.4))]
+
+
+class ConstantEpsilon:
+    """The same epsilon at every step."""
+
+    def __init__(self, epsilon: float):
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+        self.epsilon = float(epsilon)
+
+    def __call__(self, step: int) -> float:
+        return self.epsilon
+
+    def __repr__(self) -> str:
+        return f"ConstantEpsilon({self.epsilon:.5g})"
+
+
+class LinearEpsilon:
+    """Epsilon falling linearly from `start` to `end` over `decay_steps` executor steps."""
+
+    def __init__(self, start: float, end: float, decay_steps: int):
+        for name, value in (("start", start), ("end", end)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if decay_steps <= 0:
+            raise ValueError(f"decay_steps must be positive, got {decay_steps}")
+        self.start, self.end, self.decay_steps = float(start), float(end), int(decay_steps)
+
+    def __call__(self, step: int) -> float:
+        fraction = min(step / self.decay_steps, 1.0)
+        return self.start + fraction * (self.end - self.start)
+
+    def __repr__(self) -> str:
+        return f"LinearEpsilon({self.start}, {self.end}, {self.decay_steps})"
+
+
+def default_schedules(num_executors: int) -> List[ConstantEpsilon]:
+    """One constant schedule per executor, from `executor_epsilons`."""
+    return [ConstantEpsilon(epsilon) for epsilon in executor_epsilons(num_executors)]

@@ -1,0 +1,24 @@
+"""Loggers for every node: terminal, CSV under <run_dir>/logs/<label>/, TensorBoard under <run_dir>/tensorboard/<label>/."""
+
+import os
+from typing import Optional
+
+from acme.utils import loggers
+from acme.utils.loggers import tf_summary
+
+
+def make_logger(
+    run_dir: str,
+    label: str,
+    terminal_interval_s: float = 10.0,
+    steps_key: Optional[str] = None,
+) -> loggers.Logger:
+    """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard."""
+    destinations = [
+        loggers.TerminalLogger(label=label, print_fn=print, time_delta=terminal_interval_s),
+        loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False),
+        tf_summary.TFSummaryLogger(
+            logdir=os.path.join(run_dir, "tensorboard", label), label=label, steps_key=steps_key
+        ),
+    ]
+    return loggers.NoneFilter(loggers.Dispatcher(destinations))

@@ -1,0 +1,134 @@
+"""Replay plumbing that lets a program stop: a server that shuts down, and blocking calls that give up.
+
+Launchpad 0.5.0 leaves the Reverb server running at program stop, and a Reverb
+insert blocked by the rate limiter, or a sample waiting for data, never returns
+even after the server is stopped. So every blocking replay call here waits in
+short slices and raises `ProgramStopping` once the program's stop event is set.
+"""
+
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+import launchpad as lp
+import reverb
+import tensorflow as tf
+
+POLL_INTERVAL_MS = 1000
+
+
+class ProgramStopping(Exception):
+    """Raised out of a blocking replay call because the program is stopping."""
+
+
+def program_stop_event() -> threading.Event:
+    """The running program's stop event; outside a Launchpad node, an event never set."""
+    try:
+        return lp.stop_event()
+    except RuntimeError:
+        return threading.Event()
+
+
+class ReplayNode(lp.ReverbNode):
+    """Like `lp.ReverbNode`, but stops the Reverb server when the program stops.
+
+    The server is stopped only after a grace period in which writers and
+    samplers notice the stop and close their streams: Reverb's shutdown waits
+    for open streams.
+    """
+
+    def run(self) -> None:
+        super().run()  # Returns when the program stops.
+        time.sleep(2 * POLL_INTERVAL_MS / 1000)
+        self._server.stop()
+
+
+class _StopAwareWriter:
+    """A `reverb.TrajectoryWriter` that closes itself and raises `ProgramStopping` at program stop."""
+
+    def __init__(self, writer: reverb.TrajectoryWriter, stop_event: threading.Event):
+        self._writer = writer
+        self._stop_event = stop_event
+        self._closed = False
+
+    def flush(self, block_until_num_items: int = 0, timeout_ms: Optional[int] = None) -> None:
+        while not self._closed:
+            if self._stop_event.is_set():
+                self.close()
+                raise ProgramStopping()
+            try:
+                return self._writer.flush(
+                    block_until_num_items,
+                    timeout_ms=POLL_INTERVAL_MS if timeout_ms is None else timeout_ms)
+            except reverb.errors.DeadlineExceededError:
+                if timeout_ms is not None:
+                    raise
+
+    def close(self) -> None:
+        """Closes the stream; pending items are dropped."""
+        if not self._closed:
+            self._closed = True
+            self._writer.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+
+class StopAwareClient:
+    """A `reverb.Client` whose trajectory writers stop blocking when the program stops."""
+
+    def __init__(self, client: reverb.Client, stop_event: Optional[threading.Event] = None):
+        self._client = client
+        self._stop_event = stop_event or program_stop_event()
+
+    def trajectory_writer(self, *args, **kwargs) -> _StopAwareWriter:
+        return _StopAwareWriter(self._client.trajectory_writer(*args, **kwargs), self._stop_event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class ReplayIterator:
+    """Iterates a Reverb dataset whose samples time out, remaking it until the program stops.
+
+    `make_dataset(rate_limiter_timeout_ms)` must return a `tf.data.Dataset` of
+    samples that ends when sampling waits longer than the timeout.
+    """
+
+    def __init__(self, make_dataset: Callable[[int], tf.data.Dataset],
+                 stop_event: Optional[threading.Event] = None):
+        self._make_dataset = make_dataset
+        self._stop_event = stop_event or program_stop_event()
+        self._iterator: Optional[Iterator[reverb.ReplaySample]] = None
+
+    def __iter__(self) -> "ReplayIterator":
+        return self
+
+    def __next__(self) -> reverb.ReplaySample:
+        while True:
+            if self._iterator is None:
+                self._iterator = iter(self._make_dataset(POLL_INTERVAL_MS))
+            try:
+                return next(self._iterator)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                self._iterator = None
+                if self._stop_event.is_set():
+                    raise ProgramStopping() from None
+
+
+def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
+                            prefetch_size: int, num_parallel_calls: int,
+                            rate_limiter_timeout_ms: int = -1) -> tf.data.Dataset:
+    """Batches sampled from `table` through `num_parallel_calls` streams, prefetched."""
+
+    def make_stream(_: tf.Tensor) -> tf.data.Dataset:
+        stream = reverb.TrajectoryDataset.from_table_signature(
+            server_address=server_address, table=table,
+            max_in_flight_samples_per_worker=batch_size,
+            rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+        return stream.batch(batch_size, drop_remainder=True)
+
+    dataset = tf.data.Dataset.range(num_parallel_calls).interleave(
+        make_stream, cycle_length=num_parallel_calls, num_parallel_calls=num_parallel_calls,
+        deterministic=False)
+    return dataset.prefetch(prefetch_size) if prefetch_size else dataset

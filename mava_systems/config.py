@@ -1,0 +1,60 @@
+"""Validated configuration dataclasses: each field may carry a range, checked on construction."""
+
+import dataclasses
+import math
+from typing import Any, Optional
+
+
+def bounded(default: Any, low: Optional[float] = None, high: Optional[float] = None, *,
+            low_inclusive: bool = True, high_inclusive: bool = True, optional: bool = False,
+            doc: str = "") -> Any:
+    """A dataclass field whose numeric value must lie within [low, high] (bounds optional).
+
+    With `optional`, None is allowed too.
+    """
+    return dataclasses.field(
+        default=default,
+        metadata={"low": low, "high": high, "low_inclusive": low_inclusive,
+                  "high_inclusive": high_inclusive, "optional": optional, "doc": doc},
+    )
+
+
+def _range_text(meta: dict) -> str:
+    low = "-inf" if meta["low"] is None else meta["low"]
+    high = "inf" if meta["high"] is None else meta["high"]
+    return (("[" if meta["low_inclusive"] else "(") + f"{low}, {high}" +
+            ("]" if meta["high_inclusive"] else ")"))
+
+
+def _in_range(value: float, meta: dict) -> bool:
+    low, high = meta["low"], meta["high"]
+    if isinstance(value, float) and math.isnan(value):
+        return False
+    if low is not None and (value < low or (value == low and not meta["low_inclusive"])):
+        return False
+    if high is not None and (value > high or (value == high and not meta["high_inclusive"])):
+        return False
+    return True
+
+
+def validate(config: Any) -> None:
+    """Checks every bounded field of a dataclass instance; raises ValueError naming the field."""
+    for field in dataclasses.fields(config):
+        meta = field.metadata
+        if "low" not in meta:
+            continue
+        value = getattr(config, field.name)
+        if value is None and meta["optional"]:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(
+                f"{type(config).__name__}.{field.name} must be a number in {_range_text(meta)}, "
+                f"got {value!r}")
+        if isinstance(field.default, int) and not isinstance(field.default, bool) \
+                and not isinstance(value, int):
+            raise ValueError(
+                f"{type(config).__name__}.{field.name} must be an integer, got {value!r}")
+        if not _in_range(value, meta):
+            raise ValueError(
+                f"{type(config).__name__}.{field.name}={value!r} is out of range: "
+                f"allowed {_range_text(meta)}")

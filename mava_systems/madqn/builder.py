@@ -1,0 +1,110 @@
+"""Makes MADQN's parts: replay tables, dataset, adder, networks, trainer, executors."""
+
+import functools
+from typing import Any, Iterator, List, Optional
+
+from acme import adders
+from acme.adders import reverb as reverb_adders
+from acme.tf import variable_utils
+import reverb
+
+from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
+                                            make_trajectory_dataset)
+from mava_systems.madqn.config import MADQNConfig
+from mava_systems.madqn.execution import ExplorationSchedule, MADQNExecutor
+from mava_systems.madqn.networks import MADQNNetworks, QNetworkFactory, make_networks
+from mava_systems.madqn.training import MADQNTrainer
+from mava_systems.specs import MAEnvironmentSpec
+
+REPLAY_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
+
+
+class MADQNBuilder:
+    """Builds each MADQN component; override one method to change one component."""
+
+    def __init__(self, config: MADQNConfig, environment_spec: MAEnvironmentSpec,
+                 agent_networks: dict, network_factory: QNetworkFactory, run_dir: str):
+        self.config = config
+        self.environment_spec = environment_spec
+        self.agent_networks = agent_networks
+        self.network_factory = network_factory
+        self.run_dir = run_dir
+
+    def make_networks(self) -> MADQNNetworks:
+        """Online and target Q-networks (every node builds its copy here)."""
+        return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
+
+    def make_replay_tables(self) -> List[reverb.Table]:
+        """One transition table, uniform or prioritised, rate-limited by samples per insert."""
+        config = self.config
+        if config.samples_per_insert is None:
+            limiter = reverb.rate_limiters.MinSize(config.min_replay_size)
+        else:
+            # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
+            error_buffer = max(config.min_replay_size * 0.1 * config.samples_per_insert,
+                               2.0 * config.batch_size)
+            limiter = reverb.rate_limiters.SampleToInsertRatio(
+                min_size_to_sample=config.min_replay_size,
+                samples_per_insert=config.samples_per_insert,
+                error_buffer=error_buffer)
+        sampler = (reverb.selectors.Prioritized(config.priority_exponent)
+                   if config.prioritized_replay else reverb.selectors.Uniform())
+        signature = reverb_adders.NStepTransitionAdder.signature(
+            self.environment_spec.as_acme_spec())
+        return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),
+                             max_size=config.max_replay_size, rate_limiter=limiter,
+                             signature=signature)]
+
+    def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
+        """Batches of n-step transitions sampled from replay, prefetched."""
+        return ReplayIterator(functools.partial(
+            make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
+            self.config.batch_size, self.config.prefetch_size,
+            self.config.dataset_parallel_calls))
+
+    def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
+        """Writes every executor step into replay as n-step transitions."""
+        return reverb_adders.NStepTransitionAdder(
+            client=StopAwareClient(replay_client), n_step=self.config.n_step, discount=self.config.discount)
+
+    def make_variable_client(self, variable_source: Any,
+                             networks: MADQNNetworks) -> variable_utils.VariableClient:
+        """Keeps `networks`' online variables in step with `variable_source`, in the background."""
+        return variable_utils.VariableClient(
+            variable_source,
+            {key: network.variables for key, network in networks.q_networks.items()},
+            update_period=self.config.variable_update_period)
+
+    def make_trainer(self, networks: MADQNNetworks, dataset: Iterator[reverb.ReplaySample],
+                     replay_client: Optional[reverb.Client] = None, counter: Any = None,
+                     logger: Any = None, checkpoint: bool = True) -> MADQNTrainer:
+        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+        config = self.config
+        make_checkpointing = None
+        if checkpoint:
+            make_checkpointing = functools.partial(
+                Checkpointing, run_dir=self.run_dir, node="trainer",
+                interval_s=config.checkpoint_interval_s,
+                max_to_keep=config.max_checkpoints_to_keep)
+        return MADQNTrainer(
+            networks=networks,
+            dataset=dataset,
+            discount=config.discount,
+            learning_rate=config.learning_rate,
+            max_gradient_norm=config.max_gradient_norm,
+            target_update_period=config.target_update_period,
+            importance_sampling_exponent=(config.importance_sampling_exponent
+                                          if config.prioritized_replay else None),
+            replay_client=replay_client,
+            replay_table=REPLAY_TABLE,
+            counter=counter,
+            logger=logger,
+            make_checkpointing=make_checkpointing)
+
+    def make_executor(self, networks: MADQNNetworks, exploration_schedule: ExplorationSchedule,
+                      adder: Optional[adders.Adder] = None,
+                      variable_client: Optional[variable_utils.VariableClient] = None,
+                      seed: int = 0) -> MADQNExecutor:
+        """An epsilon-greedy executor following `exploration_schedule`."""
+        return MADQNExecutor(networks, exploration_schedule, adder, variable_client, seed)

@@ -1,0 +1,94 @@
+"""Q-networks for MADQN: one per agent type (shared weights) or one per agent, built in one place."""
+
+import dataclasses
+from typing import Callable, Dict, Mapping, Sequence
+
+from acme.tf import utils as tf2_utils
+from dm_env import specs
+import sonnet as snt
+import tensorflow as tf
+
+from mava_systems.specs import MAEnvironmentSpec, agents_by_network
+
+# network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions].
+QNetworkFactory = Callable[[specs.Array, specs.DiscreteArray], snt.Module]
+
+
+def make_mlp_q_network(observation_spec: specs.Array, action_spec: specs.DiscreteArray,
+                       hidden_sizes: Sequence[int] = (64, 64)) -> snt.Module:
+    """The default Q-network: flatten the observation, then an MLP with one output per action."""
+    del observation_spec
+    return snt.Sequential([
+        snt.Flatten(),
+        snt.nets.MLP(list(hidden_sizes) + [action_spec.num_values]),
+    ])
+
+
+@dataclasses.dataclass
+class MADQNNetworks:
+    """Online and target Q-networks keyed by network key, and which agent uses which."""
+
+    q_networks: Dict[str, snt.Module]
+    target_q_networks: Dict[str, snt.Module]
+    agent_networks: Dict[str, str]
+
+    @property
+    def agents_by_network(self) -> Dict[str, list]:
+        """Agents grouped by the network they share, in agent order."""
+        return agents_by_network(self.agent_networks)
+
+
+def make_networks(
+    environment_spec: MAEnvironmentSpec,
+    agent_networks: Mapping[str, str],
+    network_factory: QNetworkFactory,
+) -> MADQNNetworks:
+    """Builds (and creates the variables of) every online and target Q-network.
+
+    Raises:
+      ValueError: if agents sharing a network have different specs, or a
+        network's output does not have one value per action.
+    """
+    q_networks, target_q_networks = {}, {}
+    for key, agents in agents_by_network(agent_networks).items():
+        observation_spec = environment_spec.observations[agents[0]].observation
+        action_spec = environment_spec.actions[agents[0]]
+        for agent in agents[1:]:
+            if (environment_spec.observations[agent].observation != observation_spec
+                    or environment_spec.actions[agent] != action_spec):
+                raise ValueError(
+                    f"agents {agents[0]!r} and {agent!r} share network {key!r} but have different "
+                    "observation or action specs; use shared_weights=False")
+        if not isinstance(action_spec, specs.DiscreteArray):
+            raise ValueError(
+                f"MADQN needs discrete actions, but agent {agents[0]!r} has action spec {action_spec}")
+        q_networks[key] = _build(network_factory, observation_spec, action_spec, key)
+        target_q_networks[key] = _build(network_factory, observation_spec, action_spec, key)
+        for target, source in zip(target_q_networks[key].variables, q_networks[key].variables):
+            target.assign(source)
+    return MADQNNetworks(q_networks, target_q_networks, dict(agent_networks))
+
+
+def _build(network_factory: QNetworkFactory, observation_spec: specs.Array,
+           action_spec: specs.DiscreteArray, key: str) -> snt.Module:
+    network = network_factory(observation_spec, action_spec)
+    dummy = tf.zeros((1,) + tuple(observation_spec.shape), dtype=tf.as_dtype(observation_spec.dtype))
+    output = network(observation_to_input(dummy))
+    expected = (1, action_spec.num_values)
+    if tuple(output.shape) != expected:
+        raise ValueError(
+            f"network {key!r} outputs shape {tuple(output.shape[1:])} per observation, but the "
+            f"action spec has {action_spec.num_values} actions: expected output shape "
+            f"({action_spec.num_values},)")
+    return network
+
+
+def observation_to_input(observation: tf.Tensor) -> tf.Tensor:
+    """Casts an observation batch to the float32 a network expects."""
+    return tf.cast(observation, tf.float32)
+
+
+def variables_as_numpy(networks: Mapping[str, snt.Module], names: Sequence[str]):
+    """The variables of the named networks, as lists of numpy arrays."""
+    return [tf2_utils.to_numpy(networks[name].variables) for name in names]
+

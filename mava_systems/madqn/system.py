@@ -1,0 +1,130 @@
+"""MADQN: multi-agent deep Q-networks as a distributed Launchpad program."""
+
+import functools
+from typing import Any, Optional, Sequence
+
+from absl import logging
+from acme.utils import counting
+
+from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.evaluation import Evaluator
+from mava_systems.components.exploration import ConstantEpsilon, default_schedules
+from mava_systems.components.logging import make_logger
+from mava_systems.madqn.builder import MADQNBuilder
+from mava_systems.madqn.config import MADQNConfig
+from mava_systems.madqn.execution import ExplorationSchedule
+from mava_systems.madqn.networks import QNetworkFactory, make_mlp_q_network
+from mava_systems.specs import MAEnvironmentSpec, network_keys
+from mava_systems.system import DistributedSystem
+
+EVALUATOR_SEED_OFFSET = 10_000
+
+
+class MADQN(DistributedSystem):
+    """Independent double-Q learners for every agent, trained from one shared replay.
+
+    Agents of one type share a Q-network by default (`config.shared_weights`).
+    Each executor explores with its own epsilon schedule; the evaluator is greedy.
+    """
+
+    builder_class = MADQNBuilder
+
+    def __init__(
+        self,
+        environment_factory: Any,
+        network_factory: Optional[QNetworkFactory] = None,
+        num_executors: int = 1,
+        num_caches: int = 0,
+        max_executor_steps: Optional[int] = None,
+        config: Optional[MADQNConfig] = None,
+        exploration_schedules: Optional[Sequence[ExplorationSchedule]] = None,
+        run_dir: Optional[str] = None,
+    ):
+        """Validates everything and builds the networks once, before any process starts.
+
+        Args:
+          environment_factory: `factory(evaluation=False, seed=None)` returning a
+            `wrappers.MultiAgentEnvironment` (see `wrappers.make_environment_factory`).
+          network_factory: `factory(observation_spec, action_spec)` returning a
+            Q-network; defaults to an MLP with `config.hidden_sizes`.
+          num_executors: executor nodes (at least 1).
+          num_caches: variable caches between trainer and executors (0: none).
+          max_executor_steps: stop the program after this many executor steps.
+          config: hyper-parameters.
+          exploration_schedules: one `schedule(step) -> epsilon` per executor;
+            by default constant epsilons spread log-uniformly as in Acme's DQN.
+          run_dir: where logs and checkpoints go (default: runs/madqn-<time>).
+        """
+        self.config = config or MADQNConfig()
+        super().__init__(num_executors, num_caches, max_executor_steps, run_dir,
+                         self.config.checkpoint_interval_s, self.config.max_checkpoints_to_keep,
+                         name="madqn")
+        if not callable(environment_factory):
+            raise ValueError(f"environment_factory must be callable, got {environment_factory!r}")
+        self._environment_factory = environment_factory
+        if exploration_schedules is None:
+            exploration_schedules = default_schedules(num_executors)
+        elif len(exploration_schedules) != num_executors:
+            raise ValueError(f"got {len(exploration_schedules)} exploration schedules for "
+                             f"{num_executors} executors")
+        self.exploration_schedules = list(exploration_schedules)
+
+        environment = environment_factory(evaluation=False, seed=self.config.seed)
+        self.environment_spec = MAEnvironmentSpec.from_environment(environment)
+        environment.close()
+        network_factory = network_factory or functools.partial(
+            make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
+        self.builder = self.builder_class(
+            self.config, self.environment_spec,
+            network_keys(self.environment_spec.agents, self.config.shared_weights),
+            network_factory, self.run_dir)
+        self.builder.make_networks()  # Fails here, not in a node, on a bad network.
+
+    def replay(self):
+        """The replay tables."""
+        return self.builder.make_replay_tables()
+
+    def trainer(self, replay, counter):
+        """The trainer: trains the online networks and serves their variables."""
+        networks = self.builder.make_networks()
+        return self.builder.make_trainer(
+            networks,
+            self.builder.make_dataset_iterator(replay),
+            replay_client=replay,
+            counter=counting.Counter(counter, prefix="trainer"),
+            logger=self._logger("trainer", steps_key="trainer_steps"))
+
+    def evaluator(self, variable_source, counter):
+        """The greedy evaluator, acting with the source's latest variables."""
+        networks = self.builder.make_networks()
+        executor = self.builder.make_executor(
+            networks, ConstantEpsilon(0.0),
+            variable_client=self.builder.make_variable_client(variable_source, networks),
+            seed=self.config.seed + EVALUATOR_SEED_OFFSET)
+        environment = self._environment_factory(
+            evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
+        counter = counting.Counter(counter, prefix="evaluator")
+        loop = EnvironmentLoop(environment, executor, counter)
+        return Evaluator(loop, executor, counter, self._logger("evaluator", "executor_steps"),
+                         self.config.evaluation_episodes, self.config.evaluation_interval_s)
+
+    def executor(self, executor_id, replay, variable_source, counter):
+        """Executor `executor_id`: explores, writes to replay, follows the source's variables."""
+        networks = self.builder.make_networks()
+        variable_client = self.builder.make_variable_client(variable_source, networks)
+        variable_client.update_and_wait()
+        schedule = self.exploration_schedules[executor_id]
+        executor = self.builder.make_executor(
+            networks, schedule, adder=self.builder.make_adder(replay),
+            variable_client=variable_client, seed=self.config.seed + 1 + executor_id)
+        environment = self._environment_factory(evaluation=False,
+                                                seed=self.config.seed + 1 + executor_id)
+        label = f"executor_{executor_id}"
+        logging.info("%s explores with %r", label, schedule)
+        return EnvironmentLoop(
+            environment, executor, counting.Counter(counter, prefix="executor"),
+            self._logger(label, "executor_steps"),
+            extra_log_fn=lambda: {"epsilon": executor.epsilon})
+
+    def _logger(self, label: str, steps_key: str):
+        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key)

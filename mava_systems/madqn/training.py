@@ -1,0 +1,173 @@
+"""The MADQN trainer: double Q-learning with n-step targets, per network, from replay."""
+
+import time
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from acme import types as acme_types
+from acme.utils import counting, loggers
+import launchpad as lp
+import numpy as np
+import reverb
+import sonnet as snt
+import tensorflow as tf
+import trfl
+
+from mava_systems.components.replay import ProgramStopping
+from mava_systems.madqn.networks import MADQNNetworks, observation_to_input, variables_as_numpy
+
+
+def mask_illegal(q_values: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
+    """Pushes illegal actions' values below every legal one; rows with none legal are kept."""
+    legal = legal_actions > 0
+    legal = tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
+    return tf.where(legal, q_values, q_values.dtype.min)
+
+
+class MADQNTrainer:
+    """Trains every online Q-network from sampled n-step transitions.
+
+    Each network is trained on the stacked transitions of all agents that
+    share it; targets use double Q-learning over legal next actions, and target
+    networks are copied from the online ones every `target_update_period` steps.
+    """
+
+    def __init__(
+        self,
+        networks: MADQNNetworks,
+        dataset: Iterator[reverb.ReplaySample],
+        discount: float,
+        learning_rate: float,
+        max_gradient_norm: float,
+        target_update_period: int,
+        importance_sampling_exponent: Optional[float] = None,
+        replay_client: Optional[reverb.Client] = None,
+        replay_table: str = "priority_table",
+        counter: Optional[counting.Counter] = None,
+        logger: Optional[loggers.Logger] = None,
+        make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+    ):
+        self._networks = networks
+        self._agents_by_network = networks.agents_by_network
+        self._dataset = dataset
+        self._discount = tf.constant(discount, tf.float32)
+        self._max_gradient_norm = max_gradient_norm
+        self._target_update_period = target_update_period
+        self._importance_sampling_exponent = importance_sampling_exponent
+        self._replay_client = replay_client
+        self._replay_table = replay_table
+        self._counter = counter or counting.Counter()
+        self._logger = logger or loggers.NoOpLogger()
+        self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.q_networks}
+        self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        """Everything a checkpoint of this trainer holds."""
+        state: Dict[str, Any] = {"num_steps": self._num_steps}
+        for key in self._networks.q_networks:
+            state[f"q_network/{key}"] = self._networks.q_networks[key]
+            state[f"target_q_network/{key}"] = self._networks.target_q_networks[key]
+            state[f"optimizer/{key}"] = self._optimizers[key]
+        return state
+
+    @property
+    def num_steps(self) -> int:
+        """Trainer steps taken, including those restored from a checkpoint."""
+        return int(self._num_steps.numpy())
+
+    def _stack(self, tree: Dict[str, Any], agents: List[str]) -> tf.Tensor:
+        """[B, ...] per agent -> [B * len(agents), ...], batch-major."""
+        stacked = tf.stack([tree[agent] for agent in agents], axis=1)
+        shape = tf.shape(stacked)
+        return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
+
+    def network_loss(self, key: str, agents: List[str],
+                     transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Double Q-learning loss and TD error per stacked transition ([B * len(agents)]), and Q(s, .)."""
+        stack = lambda tree: self._stack(tree, agents)
+        o_tm1 = observation_to_input(stack({a: transitions.observation[a].observation for a in agents}))
+        o_t = observation_to_input(stack({a: transitions.next_observation[a].observation for a in agents}))
+        legal_t = stack({a: transitions.next_observation[a].legal_actions for a in agents})
+        a_tm1 = tf.cast(stack(transitions.action), tf.int32)
+        r_t = tf.cast(stack(transitions.reward), tf.float32)
+        d_t = tf.cast(stack(transitions.discount), tf.float32)
+
+        network = self._networks.q_networks[key]
+        q_tm1 = network(o_tm1)
+        q_t_value = self._networks.target_q_networks[key](o_t)
+        q_t_selector = mask_illegal(network(o_t), legal_t)
+        loss, extra = trfl.double_qlearning(
+            q_tm1, a_tm1, r_t, self._discount * d_t, q_t_value, q_t_selector)
+        return loss, extra.td_error, q_tm1
+
+    @tf.function
+    def _step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
+        transitions: acme_types.Transition = sample.data
+        batch_size = tf.shape(sample.info.probability)[0]
+        if self._importance_sampling_exponent is not None:
+            weights = tf.pow(1.0 / tf.cast(sample.info.probability, tf.float32),
+                             self._importance_sampling_exponent)
+            weights /= tf.reduce_max(weights)
+        else:
+            weights = tf.ones([batch_size], tf.float32)
+
+        fetches = {}
+        abs_td = []
+        for key, agents in self._agents_by_network.items():
+            network = self._networks.q_networks[key]
+            with tf.GradientTape() as tape:
+                loss, td_error, q_tm1 = self.network_loss(key, agents, transitions)
+                per_transition = tf.reshape(loss, [batch_size, len(agents)])
+                loss = tf.reduce_mean(per_transition * weights[:, None])
+            variables = network.trainable_variables
+            gradients = tape.gradient(loss, variables)
+            gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
+            self._optimizers[key].apply(gradients, variables)
+            abs_td.append(tf.reshape(tf.abs(td_error), [batch_size, len(agents)]))
+            fetches[f"loss/{key}"] = loss
+            fetches[f"q_value/{key}"] = tf.reduce_mean(q_tm1)
+            fetches[f"gradient_norm/{key}"] = gradient_norm
+
+        self._num_steps.assign_add(1)
+        if tf.math.mod(self._num_steps, self._target_update_period) == 0:
+            for key in self._networks.q_networks:
+                for target, source in zip(self._networks.target_q_networks[key].variables,
+                                          self._networks.q_networks[key].variables):
+                    target.assign(source)
+        fetches["priorities"] = tf.reduce_mean(tf.concat(abs_td, axis=1), axis=1)
+        return fetches
+
+    def step(self) -> Dict[str, Any]:
+        """Samples one batch and takes one gradient step per network."""
+        start = time.time()
+        sample = next(self._dataset)
+        fetches = self._step(sample)
+        priorities = fetches.pop("priorities")
+        if self._importance_sampling_exponent is not None and self._replay_client is not None:
+            self._replay_client.mutate_priorities(
+                table=self._replay_table,
+                updates=dict(zip(sample.info.key.numpy(), priorities.numpy().astype(np.float64))))
+        counts = self._counter.increment(steps=1)
+        result = {name: float(value.numpy()) for name, value in fetches.items()}
+        result.update(counts)
+        result["step_time_s"] = time.time() - start
+        self._logger.write(result)
+        return result
+
+    def run(self) -> None:
+        """Trains until the program stops, checkpointing periodically and at the end."""
+        try:
+            while not lp.wait_for_stop(0):
+                self.step()
+                if self._checkpointing is not None:
+                    self._checkpointing.save()
+        except ProgramStopping:
+            pass
+        finally:
+            if self._checkpointing is not None:
+                self._checkpointing.save(force=True)
+
+    def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
+        """The current online variables of the named networks (what executors act with)."""
+        return variables_as_numpy(self._networks.q_networks, names)

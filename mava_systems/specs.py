@@ -1,0 +1,69 @@
+"""The multi-agent environment specification every system is built from."""
+
+import dataclasses
+from typing import Any, Dict, List, Mapping
+
+from acme import specs as acme_specs
+from dm_env import specs
+
+from wrappers import MultiAgentEnvironment
+
+
+@dataclasses.dataclass(frozen=True)
+class MAEnvironmentSpec:
+    """Per-agent specs of a multi-agent environment, in a fixed agent order."""
+
+    agents: List[str]
+    observations: Dict[str, Any]
+    actions: Dict[str, specs.Array]
+    rewards: Dict[str, specs.Array]
+    discounts: Dict[str, specs.Array]
+    extras: Dict[str, specs.Array]
+
+    @classmethod
+    def from_environment(cls, environment: MultiAgentEnvironment) -> "MAEnvironmentSpec":
+        """Reads every spec of `environment`."""
+        return cls(
+            agents=list(environment.agents),
+            observations=dict(environment.observation_spec()),
+            actions=dict(environment.action_spec()),
+            rewards=dict(environment.reward_spec()),
+            discounts=dict(environment.discount_spec()),
+            extras=dict(environment.extras_spec()),
+        )
+
+    def as_acme_spec(self) -> acme_specs.EnvironmentSpec:
+        """The same specs as one Acme `EnvironmentSpec` of dicts keyed by agent."""
+        return acme_specs.EnvironmentSpec(
+            observations=self.observations,
+            actions=self.actions,
+            rewards=self.rewards,
+            discounts=self.discounts,
+        )
+
+    def is_discrete(self) -> bool:
+        """Whether every agent acts from a discrete set of actions."""
+        return all(isinstance(spec, specs.DiscreteArray) for spec in self.actions.values())
+
+
+def agent_type(agent: str) -> str:
+    """The type of an agent: its name without the trailing index (`adversary_0` -> `adversary`)."""
+    prefix, _, suffix = agent.rpartition("_")
+    return prefix if prefix and suffix.isdigit() else agent
+
+
+def network_keys(agents: List[str], shared_weights: bool) -> Dict[str, str]:
+    """Maps each agent to the key of the network it uses.
+
+    With shared weights, agents of one type share one network; otherwise each
+    agent has its own.
+    """
+    return {agent: agent_type(agent) if shared_weights else agent for agent in agents}
+
+
+def agents_by_network(agent_networks: Mapping[str, str]) -> Dict[str, List[str]]:
+    """Inverts an agent -> network key mapping, keeping agent order."""
+    grouped: Dict[str, List[str]] = {}
+    for agent, key in agent_networks.items():
+        grouped.setdefault(key, []).append(agent)
+    return grouped

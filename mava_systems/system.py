@@ -1,0 +1,113 @@
+"""The distributed system: node constructors plus the seed's Launchpad topology.
+
+Subclasses supply `replay`, `trainer`, `evaluator` and `executor`; this class
+supplies the counter, the coordinator and `build()`, which wires them as in the
+seed's MADQN/DQN/DMPO programs: replay, counter, coordinator (only with a step
+limit), trainer, evaluator, optional caches, and executors that read their
+variables round-robin from the caches (or from the trainer when there are none).
+"""
+
+import datetime
+import os
+from typing import Any, List, Optional, Sequence
+
+import launchpad as lp
+import reverb
+
+from mava_systems.components.cacher import CacherNode
+from mava_systems.components.coordinator import StepLimiter
+from mava_systems.components.counting import CheckpointedCounter
+from mava_systems.components.replay import ReplayNode
+
+
+def default_run_dir(name: str, root: str = "runs") -> str:
+    """A fresh timestamped run directory path, e.g. runs/madqn-20261129-211500."""
+    return os.path.join(root, f"{name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+
+
+def _check_count(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class DistributedSystem:
+    """Base of every system: holds the counts and run directory, builds the program."""
+
+    executors_group = "executor"
+    trainer_group = "trainer"
+    steps_key = "executor_steps"
+
+    def __init__(self, num_executors: int, num_caches: int,
+                 max_executor_steps: Optional[int], run_dir: Optional[str],
+                 checkpoint_interval_s: float, max_checkpoints_to_keep: int, name: str):
+        self._num_executors = _check_count("num_executors", num_executors, 1)
+        self._num_caches = _check_count("num_caches", num_caches, 0)
+        if max_executor_steps is not None:
+            _check_count("max_executor_steps", max_executor_steps, 1)
+        self._max_executor_steps = max_executor_steps
+        self.run_dir = os.path.abspath(run_dir or default_run_dir(name))
+        self._checkpoint_interval_s = checkpoint_interval_s
+        self._max_checkpoints_to_keep = max_checkpoints_to_keep
+        self._name = name
+
+    @property
+    def num_executors(self) -> int:
+        """How many executor nodes the program has."""
+        return self._num_executors
+
+    # Nodes every system shares.
+    def counter(self) -> CheckpointedCounter:
+        """The central counter node's object."""
+        return CheckpointedCounter(self.run_dir, self._checkpoint_interval_s,
+                                   self._max_checkpoints_to_keep)
+
+    def coordinator(self, counter: Any) -> StepLimiter:
+        """Stops the program once `max_executor_steps` executor steps were counted."""
+        return StepLimiter(counter, self._max_executor_steps, steps_key=self.steps_key)
+
+    # Nodes each system supplies.
+    def replay(self) -> List[reverb.Table]:
+        """The replay tables."""
+        raise NotImplementedError
+
+    def trainer(self, replay: reverb.Client, counter: Any) -> Any:
+        """The trainer node's object (a variable source)."""
+        raise NotImplementedError
+
+    def evaluator(self, variable_source: Any, counter: Any) -> Any:
+        """The evaluator node's object."""
+        raise NotImplementedError
+
+    def executor(self, executor_id: int, replay: reverb.Client, variable_source: Any,
+                 counter: Any) -> Any:
+        """The object of executor node `executor_id`."""
+        raise NotImplementedError
+
+    def build(self, name: Optional[str] = None) -> lp.Program:
+        """The Launchpad program of this system."""
+        program = lp.Program(name=name or self._name)
+        with program.group("replay"):
+            replay = program.add_node(ReplayNode(self.replay))
+        with program.group("counter"):
+            counter = program.add_node(lp.CourierNode(self.counter))
+        if self._max_executor_steps:
+            with program.group("coordinator"):
+                program.add_node(lp.CourierNode(self.coordinator, counter))
+        with program.group(self.trainer_group):
+            trainer = program.add_node(lp.CourierNode(self.trainer, replay, counter))
+        with program.group("evaluator"):
+            program.add_node(lp.CourierNode(self.evaluator, trainer, counter))
+        sources = self._variable_sources(program, trainer)
+        with program.group(self.executors_group):
+            for executor_id in range(self._num_executors):
+                source = sources[executor_id % len(sources)]
+                program.add_node(
+                    lp.CourierNode(self.executor, executor_id, replay, source, counter))
+        return program
+
+    def _variable_sources(self, program: lp.Program, trainer: Any) -> Sequence[Any]:
+        if not self._num_caches:
+            return [trainer]
+        with program.group("cacher"):
+            return [program.add_node(CacherNode(trainer)) for _ in range(self._num_caches)]

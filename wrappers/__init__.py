@@ -1,0 +1,17 @@
+"""Multi-agent environment wrappers: PettingZoo environments behind a dm_env-style interface."""
+
+from wrappers.base import MultiAgentEnvironment
+from wrappers.pettingzoo_aec import AECEnvWrapper
+from wrappers.pettingzoo_parallel import ParallelEnvWrapper
+from wrappers.registry import EnvironmentFactory, available_environments, make_environment_factory
+from wrappers.types import OLT
+
+__all__ = [
+    "OLT",
+    "MultiAgentEnvironment",
+    "ParallelEnvWrapper",
+    "AECEnvWrapper",
+    "EnvironmentFactory",
+    "make_environment_factory",
+    "available_environments",
+]
