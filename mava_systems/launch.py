@@ -1,12 +1,17 @@
-"""Launch helpers shared by the examples: common flags, launching, and the run summary."""
+"""Launch helpers shared by the examples: common flags, config flags, launching, the run summary."""
 
+import dataclasses
+import faulthandler
 import os
-from typing import Any, Optional
+import signal
+import typing
+from typing import Any, Optional, Type, TypeVar
 
 from absl import flags
 import launchpad as lp
 
 FLAGS = flags.FLAGS
+ConfigT = TypeVar("ConfigT")
 
 
 def define_flags(default_env: str, default_max_executor_steps: int = 20_000) -> None:
@@ -16,8 +21,39 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000) -> 
     flags.DEFINE_integer("num_caches", 0, "Variable caches between trainer and executors.")
     flags.DEFINE_integer("max_executor_steps", default_max_executor_steps,
                          "Stop after this many executor environment steps (0: never).")
-    flags.DEFINE_string("run_dir", None, "Where logs and checkpoints go (default: runs/<system>-<time>).")
-    flags.DEFINE_integer("seed", 0, "Base random seed.")
+    flags.DEFINE_string("run_dir", None,
+                        "Where logs and checkpoints go (default: runs/<system>-<time>).")
+
+
+def define_config_flags(config_class: Type[Any]) -> None:
+    """Defines one flag per field of a config dataclass, defaulting to the field's default."""
+    for field in dataclasses.fields(config_class):
+        help_text = field.metadata.get("doc") or f"{config_class.__name__}.{field.name}"
+        default = field.default
+        field_type = typing.get_origin(field.type) or field.type
+        if isinstance(default, bool):
+            flags.DEFINE_boolean(field.name, default, help_text)
+        elif isinstance(default, int):
+            flags.DEFINE_integer(field.name, default, help_text)
+        elif isinstance(default, float) and field_type is not typing.Union:
+            flags.DEFINE_float(field.name, default, help_text)
+        elif isinstance(default, tuple):
+            flags.DEFINE_list(field.name, [str(value) for value in default], help_text)
+        else:  # Optional numbers: "none" means None.
+            flags.DEFINE_string(field.name, str(default), help_text + " ('none' for None)")
+
+
+def config_from_flags(config_class: Type[ConfigT]) -> ConfigT:
+    """Builds (and so validates) a config from the flags `define_config_flags` defined."""
+    values = {}
+    for field in dataclasses.fields(config_class):
+        value = getattr(FLAGS, field.name)
+        if isinstance(field.default, tuple):
+            value = tuple(int(item) for item in value)
+        elif isinstance(value, str) and not isinstance(field.default, str):
+            value = None if value.lower() == "none" else float(value)
+        values[field.name] = value
+    return config_class(**values)
 
 
 def max_executor_steps_flag() -> Optional[int]:
@@ -25,6 +61,12 @@ def max_executor_steps_flag() -> Optional[int]:
     if FLAGS.max_executor_steps < 0:
         raise ValueError(f"--max_executor_steps must be >= 0, got {FLAGS.max_executor_steps}")
     return FLAGS.max_executor_steps or None
+
+
+def topology_from_flags() -> dict:
+    """The system keyword arguments set by `define_flags`: node counts, step limit, run dir."""
+    return dict(num_executors=FLAGS.num_executors, num_caches=FLAGS.num_caches,
+                max_executor_steps=max_executor_steps_flag(), run_dir=FLAGS.run_dir)
 
 
 def launch(program: lp.Program, launch_type: str) -> None:
@@ -40,6 +82,8 @@ def launch(program: lp.Program, launch_type: str) -> None:
 def run(system: Any, launch_type: Optional[str] = None) -> None:
     """Builds and launches `system`, saying where its logs and checkpoints go."""
     launch_type = launch_type or FLAGS.lp_launch_type
+    # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     os.makedirs(system.run_dir, exist_ok=True)
     print(f"Run directory: {system.run_dir} (launch type {launch_type})", flush=True)
     launch(system.build(), launch_type)

@@ -17,7 +17,6 @@ import reverb
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
-from mava_systems.components.replay import ReplayNode
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -88,7 +87,7 @@ class DistributedSystem:
         """The Launchpad program of this system."""
         program = lp.Program(name=name or self._name)
         with program.group("replay"):
-            replay = program.add_node(ReplayNode(self.replay))
+            replay = program.add_node(lp.ReverbNode(self.replay))
         with program.group("counter"):
             counter = program.add_node(lp.CourierNode(self.counter))
         if self._max_executor_steps:

@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from absl import logging
 import launchpad as lp
 
+from mava_systems.components.lifecycle import keep_serving_after_stop
+
 DEFAULT_REFRESH_INTERVAL_MS = 2000
 DEFAULT_STALE_AFTER_MS = 4000
 
@@ -66,6 +68,7 @@ class VariableCache:
     def run(self) -> None:
         """The node's main loop: background refreshes until the program stops."""
         self.refresh_until(lp.stop_event())
+        keep_serving_after_stop()
 
     def _cached_call(self, method: str, args: Tuple[Any, ...]) -> Any:
         key = (method, args)

@@ -1,11 +1,13 @@
 """The program's central counter, checkpointed with the run."""
 
-from typing import Optional
+from typing import Dict, Mapping, Optional
 
 import launchpad as lp
 from acme.utils import counting
+from acme.utils.counting import Number
 
 from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.lifecycle import keep_serving_after_stop
 
 
 class CheckpointedCounter(counting.Counter):
@@ -22,9 +24,19 @@ class CheckpointedCounter(counting.Counter):
 
     def run(self) -> None:
         """Serves counts until the program stops, saving them periodically and at the end."""
-        if self._checkpointing is None:
-            lp.wait_for_stop()
-            return
         while not lp.wait_for_stop(1.0):
-            self._checkpointing.save()
-        self._checkpointing.save(force=True)
+            if self._checkpointing is not None:
+                self._checkpointing.save()
+        if self._checkpointing is not None:
+            self._checkpointing.save(force=True)
+        keep_serving_after_stop()
+
+
+# Every count a program keeps; logged rows carry all of them so CSV columns are fixed from row one.
+COUNT_KEYS = ("executor_steps", "executor_episodes", "trainer_steps",
+              "evaluator_steps", "evaluator_episodes")
+
+
+def complete_counts(counts: Mapping[str, Number]) -> Dict[str, Number]:
+    """`counts` with every key of `COUNT_KEYS` present (missing ones are 0)."""
+    return {**{key: 0 for key in COUNT_KEYS}, **counts}

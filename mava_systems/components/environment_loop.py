@@ -1,14 +1,15 @@
 """Runs a multi-agent environment with an executor, counting and logging each episode."""
 
+import threading
 import time
 from typing import Any, Callable, Dict, Optional, Protocol
 
 from acme.utils import counting, loggers
 import dm_env
-import launchpad as lp
 import numpy as np
 
-from mava_systems.components.replay import ProgramStopping
+from mava_systems.components.counting import complete_counts
+from mava_systems.components.lifecycle import ProgramStopping, program_stop_event
 from wrappers import MultiAgentEnvironment
 
 
@@ -31,15 +32,21 @@ class EnvironmentLoop:
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
+        stop_event: Optional[threading.Event] = None,
     ):
         self._environment = environment
         self._executor = executor
         self._counter = counter or counting.Counter()
         self._logger = logger or loggers.NoOpLogger()
         self._extra_log_fn = extra_log_fn
+        self._stop_event = stop_event or program_stop_event()
 
     def run_episode(self) -> Dict[str, Any]:
-        """Plays one episode and returns its statistics (also logged)."""
+        """Plays one episode and returns its statistics (also logged).
+
+        Raises:
+          ProgramStopping: when the program stops during the episode.
+        """
         start = time.time()
         timestep = self._environment.reset()
         self._executor.observe_first(timestep)
@@ -47,12 +54,16 @@ class EnvironmentLoop:
         returns = np.zeros(len(agents), dtype=np.float64)
         steps = 0
         while not timestep.last():
+            if self._stop_event.is_set():
+                raise ProgramStopping()
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._environment.step(actions)
             self._executor.observe(actions, timestep)
             self._executor.update()
             returns += [timestep.reward[agent] for agent in agents]
             steps += 1
+        if self._stop_event.is_set():
+            raise ProgramStopping()  # Before the counter call: the counter may be gone.
         counts = self._counter.increment(episodes=1, steps=steps)
         elapsed = time.time() - start
         result = {
@@ -60,20 +71,18 @@ class EnvironmentLoop:
             "episode_return": float(returns.sum()),
             "steps_per_second": steps / elapsed if elapsed > 0 else 0.0,
             **{f"episode_return/{agent}": float(value) for agent, value in zip(agents, returns)},
-            **counts,
+            **complete_counts(counts),
         }
         if self._extra_log_fn is not None:
             result.update(self._extra_log_fn())
         self._logger.write(result)
         return result
 
-    def run(self, num_episodes: Optional[int] = None,
-            should_stop: Optional[Callable[[], bool]] = None) -> None:
+    def run(self, num_episodes: Optional[int] = None) -> None:
         """Plays episodes until `num_episodes` were played or the program stops."""
-        should_stop = should_stop or (lambda: lp.wait_for_stop(0))
         played = 0
         try:
-            while not should_stop() and (num_episodes is None or played < num_episodes):
+            while num_episodes is None or played < num_episodes:
                 self.run_episode()
                 played += 1
         except ProgramStopping:

@@ -6,7 +6,9 @@ from acme.utils import counting, loggers
 import launchpad as lp
 import numpy as np
 
+from mava_systems.components.counting import complete_counts
 from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.lifecycle import ProgramStopping
 
 
 class Evaluator:
@@ -28,14 +30,17 @@ class Evaluator:
         result = {
             "evaluation_return": float(np.mean(returns)),
             "evaluation_return_std": float(np.std(returns)),
-            **self._counter.get_counts(),
+            **complete_counts(self._counter.get_counts()),
         }
         self._logger.write(result)
         return result
 
     def run(self) -> None:
         """Evaluates until the program stops."""
-        while True:
-            self.evaluate()
-            if lp.wait_for_stop(self._interval_s):
-                return
+        try:
+            while True:
+                self.evaluate()
+                if lp.wait_for_stop(self._interval_s):
+                    return
+        except ProgramStopping:
+            return

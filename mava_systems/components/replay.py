@@ -1,46 +1,21 @@
-"""Replay plumbing that lets a program stop: a server that shuts down, and blocking calls that give up.
+"""Replay plumbing that lets a program stop.
 
-Launchpad 0.5.0 leaves the Reverb server running at program stop, and a Reverb
-insert blocked by the rate limiter, or a sample waiting for data, never returns
-even after the server is stopped. So every blocking replay call here waits in
-short slices and raises `ProgramStopping` once the program's stop event is set.
+A Reverb insert blocked by the rate limiter, or a sample waiting for data,
+never returns by itself, and stopping the server under them can hang too. So
+every blocking replay call here waits in short slices and raises
+`ProgramStopping` once the program's stop event is set; writers close their
+streams when they see it.
 """
 
 import threading
-import time
 from typing import Any, Callable, Iterator, Optional
 
-import launchpad as lp
 import reverb
 import tensorflow as tf
 
+from mava_systems.components.lifecycle import ProgramStopping, program_stop_event
+
 POLL_INTERVAL_MS = 1000
-
-
-class ProgramStopping(Exception):
-    """Raised out of a blocking replay call because the program is stopping."""
-
-
-def program_stop_event() -> threading.Event:
-    """The running program's stop event; outside a Launchpad node, an event never set."""
-    try:
-        return lp.stop_event()
-    except RuntimeError:
-        return threading.Event()
-
-
-class ReplayNode(lp.ReverbNode):
-    """Like `lp.ReverbNode`, but stops the Reverb server when the program stops.
-
-    The server is stopped only after a grace period in which writers and
-    samplers notice the stop and close their streams: Reverb's shutdown waits
-    for open streams.
-    """
-
-    def run(self) -> None:
-        super().run()  # Returns when the program stops.
-        time.sleep(2 * POLL_INTERVAL_MS / 1000)
-        self._server.stop()
 
 
 class _StopAwareWriter:
@@ -55,7 +30,9 @@ class _StopAwareWriter:
         while not self._closed:
             if self._stop_event.is_set():
                 self.close()
-                raise ProgramStopping()
+                if timeout_ms is None:
+                    raise ProgramStopping()
+                return
             try:
                 return self._writer.flush(
                     block_until_num_items,

@@ -5,14 +5,15 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from acme import types as acme_types
 from acme.utils import counting, loggers
-import launchpad as lp
 import numpy as np
 import reverb
 import sonnet as snt
 import tensorflow as tf
 import trfl
 
-from mava_systems.components.replay import ProgramStopping
+from mava_systems.components.counting import complete_counts
+from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
+                                               program_stop_event)
 from mava_systems.madqn.networks import MADQNNetworks, observation_to_input, variables_as_numpy
 
 
@@ -59,6 +60,7 @@ class MADQNTrainer:
         self._logger = logger or loggers.NoOpLogger()
         self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._stop_event = program_stop_event()
         self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
 
     @property
@@ -148,9 +150,12 @@ class MADQNTrainer:
             self._replay_client.mutate_priorities(
                 table=self._replay_table,
                 updates=dict(zip(sample.info.key.numpy(), priorities.numpy().astype(np.float64))))
+        if self._stop_event.is_set():
+            raise ProgramStopping()  # Before the counter call: the counter may be gone.
         counts = self._counter.increment(steps=1)
         result = {name: float(value.numpy()) for name, value in fetches.items()}
-        result.update(counts)
+        result["replay_size"] = int(sample.info.table_size[0].numpy())
+        result.update(complete_counts(counts))
         result["step_time_s"] = time.time() - start
         self._logger.write(result)
         return result
@@ -158,7 +163,7 @@ class MADQNTrainer:
     def run(self) -> None:
         """Trains until the program stops, checkpointing periodically and at the end."""
         try:
-            while not lp.wait_for_stop(0):
+            while not self._stop_event.is_set():
                 self.step()
                 if self._checkpointing is not None:
                     self._checkpointing.save()
@@ -167,6 +172,7 @@ class MADQNTrainer:
         finally:
             if self._checkpointing is not None:
                 self._checkpointing.save(force=True)
+        keep_serving_after_stop()
 
     def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
         """The current online variables of the named networks (what executors act with)."""

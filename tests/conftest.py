@@ -1,0 +1,31 @@
+"""Shared test setup: quiet TensorFlow, headless pygame, absl flags parsed, temporary run dirs."""
+
+import os
+
+# Before TensorFlow / pygame are imported by any test module.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame is imported by every PettingZoo env
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+import pathlib  # noqa: E402
+
+from absl import flags  # noqa: E402
+import pytest  # noqa: E402
+
+# absl-based helpers (Launchpad, absltest) read FLAGS; pytest never parses them.
+if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()
+
+
+@pytest.fixture
+def tmp_run_dir(tmp_path: pathlib.Path) -> str:
+    """A fresh run directory (not yet created) for a system's logs and checkpoints."""
+    return str(tmp_path / "run")
+
+
+@pytest.fixture(scope="session")
+def line_world_factory():
+    """The tiny, fast debug environment's factory."""
+    import wrappers
+
+    return wrappers.make_environment_factory("debug/line_world_v0")

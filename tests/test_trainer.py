@@ -1,0 +1,308 @@
+"""The MADQN trainer against a local Reverb server filled by an executor.
+
+One replay server and one trainer are shared by the module (tracing the trainer's
+step takes several seconds); each test takes the trainer's step count as it finds it.
+"""
+
+import gc
+import os
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+import reverb
+
+from mava_systems import madqn
+from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.madqn.builder import REPLAY_TABLE
+import wrappers
+
+TARGET_UPDATE_PERIOD = 3
+NETWORK = "agent"  # line_world's agents agent_0, agent_1 share one network by type.
+
+
+class RecordingIterator:
+    """Wraps the dataset iterator, remembering the last sample drawn."""
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+        self.last_sample = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.last_sample = next(self._iterator)
+        return self.last_sample
+
+
+class RecordingClient:
+    """A reverb.Client that remembers every priority update sent through it."""
+
+    def __init__(self, client: reverb.Client):
+        self._client = client
+        self.updates: List[Dict[int, float]] = []
+
+    def mutate_priorities(self, table, updates=None, deletes=None):
+        self.updates.append(dict(updates or {}))
+        return self._client.mutate_priorities(table, updates=updates, deletes=deletes)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    run_dir = str(tmp_path_factory.mktemp("trainer") / "run")
+    config = madqn.MADQNConfig(
+        min_replay_size=50, max_replay_size=10_000, batch_size=16, samples_per_insert=None,
+        prioritized_replay=True, target_update_period=TARGET_UPDATE_PERIOD,
+        prefetch_size=0, dataset_parallel_calls=1)
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=run_dir)
+    server = reverb.Server(system.replay())
+    client = reverb.Client(f"localhost:{server.port}")
+    builder = system.builder
+
+    # Fill replay with a random executor.
+    executor_networks = builder.make_networks()
+    adder = builder.make_adder(client)
+    executor = builder.make_executor(executor_networks, ConstantEpsilon(1.0), adder=adder, seed=1)
+    environment = system._environment_factory(evaluation=False, seed=1)
+    loop = EnvironmentLoop(environment, executor)
+    for _ in range(8):
+        loop.run_episode()
+    assert client.server_info()[REPLAY_TABLE].current_size >= config.min_replay_size
+
+    networks = builder.make_networks()
+    dataset = RecordingIterator(builder.make_dataset_iterator(client))
+    recording_client = RecordingClient(client)
+    trainer = builder.make_trainer(networks, dataset, replay_client=recording_client,
+                                   checkpoint=True)
+    state = {"system": system, "server": server, "client": client,
+             "recording_client": recording_client, "networks": networks, "dataset": dataset,
+             "trainer": trainer, "config": config}
+    yield state
+    # Close every stream before stopping the server: with the executor's writer stream open the
+    # server's shutdown waits ~5 s. (Freeing the trainer's Reverb dataset iterator can itself
+    # take from 0.3 to ~5 s; it is done here, while the server is still up.)
+    environment.close()
+    adder._writer.close()  # pylint: disable=protected-access
+    state.clear()
+    del trainer, dataset, recording_client
+    gc.collect()
+    server.stop()
+
+
+def numpy_variables(module) -> List[np.ndarray]:
+    return [variable.numpy() for variable in module.variables]
+
+
+def all_equal(a: List[np.ndarray], b: List[np.ndarray]) -> bool:
+    assert len(a) == len(b)
+    return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def online(ctx) -> List[np.ndarray]:
+    return numpy_variables(ctx["networks"].q_networks[NETWORK])
+
+
+def target(ctx) -> List[np.ndarray]:
+    return numpy_variables(ctx["networks"].target_q_networks[NETWORK])
+
+
+def step_until_remainder(trainer, remainder: int) -> None:
+    while trainer.num_steps % TARGET_UPDATE_PERIOD != remainder:
+        trainer.step()
+
+
+def test_replay_holds_n_step_transitions(ctx):
+    info = ctx["client"].server_info()[REPLAY_TABLE]
+    assert info.current_size >= 50
+    assert info.num_episodes == 8
+
+
+def test_steps_increase_num_steps(ctx):
+    trainer = ctx["trainer"]
+    before = trainer.num_steps
+    result = trainer.step()
+    assert trainer.num_steps == before + 1
+    for key in (f"loss/{NETWORK}", f"q_value/{NETWORK}", f"gradient_norm/{NETWORK}"):
+        assert np.isfinite(result[key]), key
+    assert result["steps"] == before + 1  # The trainer's counter counts its steps.
+    trainer.step()
+    trainer.step()
+    assert trainer.num_steps == before + 3
+
+
+def test_a_step_changes_the_online_network(ctx):
+    trainer = ctx["trainer"]
+    previous = online(ctx)
+    trainer.step()
+    assert not all_equal(previous, online(ctx))
+
+
+def test_target_network_is_copied_every_target_update_period(ctx):
+    trainer = ctx["trainer"]
+    step_until_remainder(trainer, 0)
+    assert all_equal(target(ctx), online(ctx))
+    copied = target(ctx)
+    for _ in range(TARGET_UPDATE_PERIOD - 1):
+        trainer.step()
+        assert trainer.num_steps % TARGET_UPDATE_PERIOD != 0
+        assert not all_equal(target(ctx), online(ctx))
+        assert all_equal(target(ctx), copied)  # The target stays put in between.
+    trainer.step()
+    assert trainer.num_steps % TARGET_UPDATE_PERIOD == 0
+    assert all_equal(target(ctx), online(ctx))
+    assert not all_equal(target(ctx), copied)
+
+
+def test_fresh_networks_start_with_target_equal_to_online(ctx):
+    networks = ctx["system"].builder.make_networks()
+    for key in networks.q_networks:
+        assert all_equal(numpy_variables(networks.q_networks[key]),
+                         numpy_variables(networks.target_q_networks[key]))
+
+
+def test_get_variables_returns_the_online_variables(ctx):
+    trainer = ctx["trainer"]
+    step_until_remainder(trainer, 1)  # Online and target differ now.
+    variables = trainer.get_variables([NETWORK])
+    assert isinstance(variables, list) and len(variables) == 1
+    served = variables[0]
+    assert all(isinstance(v, np.ndarray) for v in served)
+    network = ctx["networks"].q_networks[NETWORK]
+    assert [v.shape for v in served] == [tuple(v.shape) for v in network.variables]
+    assert all_equal(served, online(ctx))
+    assert not all_equal(served, target(ctx))
+    # A copy, not a view of the live variables.
+    trainer.step()
+    assert not all_equal(served, online(ctx))
+    # The executor side can load them (what a VariableClient does).
+    executor_networks = ctx["system"].builder.make_networks()
+    for variable, value in zip(executor_networks.q_networks[NETWORK].variables,
+                               trainer.get_variables([NETWORK])[0]):
+        variable.assign(value)
+    assert all_equal(numpy_variables(executor_networks.q_networks[NETWORK]), online(ctx))
+
+
+def test_get_variables_of_unknown_network_raises(ctx):
+    with pytest.raises(KeyError):
+        ctx["trainer"].get_variables(["no_such_network"])
+
+
+def table_priorities(client: reverb.Client, num_samples: int = 3000) -> Dict[int, float]:
+    """Key -> priority of the items seen in `num_samples` samples of the table."""
+    priorities = {}
+    for sample in client.sample(REPLAY_TABLE, num_samples=num_samples, emit_timesteps=False):
+        priorities[int(sample.info.key)] = float(sample.info.priority)
+    return priorities
+
+
+def test_prioritized_replay_priorities_change_after_a_step(ctx):
+    trainer, recording_client = ctx["trainer"], ctx["recording_client"]
+    trainer.step()
+    last_update = recording_client.updates[-1]
+    sampled_keys = {int(key) for key in ctx["dataset"].last_sample.info.key.numpy()}
+    assert set(last_update) == sampled_keys  # One update per sampled item.
+    values = np.array(list(last_update.values()))
+    assert np.all(np.isfinite(values)) and np.all(values >= 0)
+    assert np.any(values != 1.0)  # Items are inserted with priority 1.
+
+    # The table holds, for every item, the last priority the trainer sent (1 if none).
+    latest: Dict[int, float] = {}
+    for update in recording_client.updates:
+        latest.update(update)
+    observed = table_priorities(ctx["client"])
+    for key, priority in observed.items():
+        assert priority == pytest.approx(latest.get(key, 1.0), rel=1e-6), key
+    seen_updated = sampled_keys & set(observed)
+    assert len(seen_updated) >= len(sampled_keys) // 2, (len(seen_updated), len(sampled_keys))
+    assert any(observed[key] != 1.0 for key in seen_updated)
+
+
+def test_importance_weights_are_used_with_prioritized_replay(ctx):
+    assert ctx["trainer"]._importance_sampling_exponent == pytest.approx(
+        ctx["config"].importance_sampling_exponent)
+
+
+def test_checkpoint_restores_everything_into_a_fresh_trainer(ctx):
+    trainer, system = ctx["trainer"], ctx["system"]
+    step_until_remainder(trainer, 1)  # Online != target, so each is checked on its own.
+    assert not all_equal(online(ctx), target(ctx))
+    assert trainer._checkpointing is not None
+    assert trainer._checkpointing.restored_from is None  # The run started fresh.
+    assert trainer._checkpointing.save(force=True)
+    directory = os.path.join(system.run_dir, "checkpoints", "trainer")
+    assert os.path.isdir(directory) and any(name.startswith("ckpt-") for name in os.listdir(directory))
+
+    fresh_networks = system.builder.make_networks()
+    # Freshly initialised networks differ from the trained ones...
+    assert not all_equal(numpy_variables(fresh_networks.q_networks[NETWORK]), online(ctx))
+    restored = system.builder.make_trainer(fresh_networks, iter(()), checkpoint=True)
+    # ...until the new trainer restores the checkpoint, which it says it did.
+    assert restored._checkpointing.restored_from is not None
+    assert restored._checkpointing.restored_from.startswith(directory)
+    assert restored.num_steps == trainer.num_steps
+    for key in ctx["networks"].q_networks:
+        assert all_equal(numpy_variables(fresh_networks.q_networks[key]),
+                         numpy_variables(ctx["networks"].q_networks[key]))
+        assert all_equal(numpy_variables(fresh_networks.target_q_networks[key]),
+                         numpy_variables(ctx["networks"].target_q_networks[key]))
+        # Optimizer state: Adam's step count now, its slots as soon as they are created
+        # (Sonnet creates them lazily on the first update; restoration is deferred until then).
+        old, new = trainer._optimizers[key], restored._optimizers[key]
+        assert int(new.step.numpy()) == int(old.step.numpy()) == trainer.num_steps
+        new._initialize(fresh_networks.q_networks[key].trainable_variables)
+        assert len(new.m) == len(old.m) > 0 and len(new.v) == len(old.v)
+        assert all_equal([v.numpy() for v in new.m], [v.numpy() for v in old.m])
+        assert all_equal([v.numpy() for v in new.v], [v.numpy() for v in old.v])
+        assert any(np.any(v.numpy() != 0) for v in new.m)
+    assert restored.get_variables([NETWORK])[0][0].shape == online(ctx)[0].shape
+
+
+def test_trainer_without_checkpointing_does_not_restore(ctx):
+    system = ctx["system"]
+    assert os.listdir(os.path.join(system.run_dir, "checkpoints", "trainer"))  # A checkpoint exists...
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()), checkpoint=False)
+    assert trainer._checkpointing is None
+    assert trainer.num_steps == 0  # ...but is not restored without checkpointing.
+
+
+# --------------------------------------------------------------------------- replay tables (no server)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_replay_table_and_trainer_follow_prioritized_replay(tmp_run_dir, prioritized):
+    config = madqn.MADQNConfig(prioritized_replay=prioritized, samples_per_insert=8.0,
+                               min_replay_size=100, max_replay_size=5000, batch_size=32)
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=tmp_run_dir)
+    (table,) = system.replay()
+    info = table.info
+    assert table.name == REPLAY_TABLE
+    assert info.max_size == 5000
+    assert info.remover_options.fifo
+    if prioritized:
+        assert info.sampler_options.prioritized.priority_exponent == pytest.approx(0.6)
+    else:
+        assert info.sampler_options.uniform
+    # Rate limited to 8 samples per insert once 100 items are in, with a +-10% buffer.
+    limiter = info.rate_limiter_info
+    assert limiter.samples_per_insert == 8.0
+    assert limiter.min_size_to_sample == 100
+    assert (limiter.min_diff, limiter.max_diff) == (720.0, 880.0)
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()), checkpoint=False)
+    expected = config.importance_sampling_exponent if prioritized else None
+    assert trainer._importance_sampling_exponent == expected  # Uniform replay: no priority updates.
+
+
+def test_no_samples_per_insert_means_only_a_minimum_size(tmp_run_dir):
+    config = madqn.MADQNConfig(samples_per_insert=None, min_replay_size=10)
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=tmp_run_dir)
+    limiter = system.replay()[0].info.rate_limiter_info
+    assert limiter.min_size_to_sample == 10
+    assert limiter.samples_per_insert == 1.0  # reverb's MinSize limiter.
