@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import numbers
 from typing import Any, Optional
 
 
@@ -46,14 +47,18 @@ def validate(config: Any) -> None:
         value = getattr(config, field.name)
         if value is None and meta["optional"]:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValueError(
                 f"{type(config).__name__}.{field.name} must be a number in {_range_text(meta)}, "
                 f"got {value!r}")
-        if isinstance(field.default, int) and not isinstance(field.default, bool) \
-                and not isinstance(value, int):
-            raise ValueError(
-                f"{type(config).__name__}.{field.name} must be an integer, got {value!r}")
+        if isinstance(field.default, int) and not isinstance(field.default, bool):
+            if not isinstance(value, numbers.Integral):
+                raise ValueError(
+                    f"{type(config).__name__}.{field.name} must be an integer, got {value!r}")
+            value = int(value)
+        else:
+            value = float(value)
+        setattr(config, field.name, value)  # Plain Python numbers from here on (not numpy).
         if not _in_range(value, meta):
             raise ValueError(
                 f"{type(config).__name__}.{field.name}={value!r} is out of range: "

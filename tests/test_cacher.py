@@ -202,9 +202,6 @@ def test_refresh_failure_of_one_entry_does_not_stop_the_others():
     assert cache.get_variables(["b"])["value"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="library: a slow background refresh that started before a "
-                   "synchronous fetch overwrites the newer entry with its older reply "
-                   "(VariableCache._fetch stores unconditionally)")
 def test_a_slow_refresh_never_replaces_a_newer_copy():
     class BlockingSource(FakeSource):
         """Blocks the next call (after reading the value) until released."""
@@ -247,8 +244,6 @@ def test_invalid_intervals_raise(refresh_ms, stale_ms):
         VariableCache(FakeSource(), refresh_interval_ms=refresh_ms, stale_after_ms=stale_ms)
 
 
-@pytest.mark.xfail(strict=True, reason="library: CacherNode does not check its intervals; a bad value "
-                   "only fails inside the cacher node once the program is launched")
 def test_cacher_node_rejects_invalid_intervals_before_launch():
     with pytest.raises(ValueError):
         CacherNode("source", refresh_interval_ms=0, stale_after_ms=100)

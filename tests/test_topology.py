@@ -171,7 +171,7 @@ def test_node_constructors_and_arguments_are_picklable(systems):
             cloudpickle.loads(cloudpickle.dumps(payload))
 
 
-def test_run_dir_is_absolute_and_not_created_by_build(systems, tmp_run_dir, line_world_factory):
+def test_run_dir_is_absolute_and_not_created_by_build(tmp_run_dir, line_world_factory):
     system = madqn.MADQN(line_world_factory, run_dir=tmp_run_dir)
     assert os.path.isabs(system.run_dir)
     system.build()

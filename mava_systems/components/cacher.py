@@ -8,7 +8,7 @@ background every `refresh_interval_ms`, and never serves a copy older than
 
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Sequence, Tuple
 
 from absl import logging
 import launchpad as lp
@@ -21,6 +21,15 @@ DEFAULT_STALE_AFTER_MS = 4000
 _CacheKey = Tuple[str, Tuple[Any, ...]]
 
 
+def _check_intervals(refresh_interval_ms: int, stale_after_ms: int) -> None:
+    if refresh_interval_ms <= 0:
+        raise ValueError(f"refresh_interval_ms must be positive, got {refresh_interval_ms}")
+    if stale_after_ms < refresh_interval_ms:
+        raise ValueError(
+            f"stale_after_ms ({stale_after_ms}) must be at least refresh_interval_ms "
+            f"({refresh_interval_ms})")
+
+
 class VariableCache:
     """Serves a variable source's replies from a cache refreshed in the background."""
 
@@ -31,13 +40,7 @@ class VariableCache:
         stale_after_ms: int = DEFAULT_STALE_AFTER_MS,
         clock: Callable[[], float] = time.monotonic,
     ):
-        if refresh_interval_ms <= 0:
-            raise ValueError(f"refresh_interval_ms must be positive, got {refresh_interval_ms}")
-        if stale_after_ms < refresh_interval_ms:
-            raise ValueError(
-                f"stale_after_ms ({stale_after_ms}) must be at least refresh_interval_ms "
-                f"({refresh_interval_ms})"
-            )
+        _check_intervals(refresh_interval_ms, stale_after_ms)
         self._source = source
         self._refresh_interval_s = refresh_interval_ms / 1000.0
         self._stale_after_s = stale_after_ms / 1000.0
@@ -46,9 +49,9 @@ class VariableCache:
         # key -> (reply, time it was fetched)
         self._entries: Dict[_CacheKey, Tuple[Any, float]] = {}
 
-    def get_variables(self, names: Optional[Sequence[str]] = None) -> Any:
+    def get_variables(self, names: Sequence[str]) -> Any:
         """Returns the source's `get_variables(names)` reply, at most `stale_after_ms` old."""
-        return self._cached_call("get_variables", (tuple(names) if names is not None else None,))
+        return self._cached_call("get_variables", (tuple(names),))
 
     def refresh(self) -> None:
         """Fetches a fresh copy of every entry held; a failed fetch keeps the old copy."""
@@ -83,7 +86,10 @@ class VariableCache:
         fetched_at = self._clock()
         reply = getattr(self._source, method)(*args)
         with self._lock:
-            self._entries[key] = (reply, fetched_at)
+            held = self._entries.get(key)
+            # A slower fetch that started earlier must not replace a newer copy.
+            if held is None or held[1] <= fetched_at:
+                self._entries[key] = (reply, fetched_at)
         return reply
 
 
@@ -96,6 +102,7 @@ class CacherNode(lp.CourierNode):
         refresh_interval_ms: int = DEFAULT_REFRESH_INTERVAL_MS,
         stale_after_ms: int = DEFAULT_STALE_AFTER_MS,
     ):
+        _check_intervals(refresh_interval_ms, stale_after_ms)  # Fail at build(), not in the node.
         super().__init__(
             VariableCache,
             source,

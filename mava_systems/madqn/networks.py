@@ -74,6 +74,12 @@ def _build(network_factory: QNetworkFactory, observation_spec: specs.Array,
     network = network_factory(observation_spec, action_spec)
     dummy = tf.zeros((1,) + tuple(observation_spec.shape), dtype=tf.as_dtype(observation_spec.dtype))
     output = network(observation_to_input(dummy))
+    try:
+        has_variables = bool(network.variables)
+    except ValueError:  # Sonnet raises instead of returning an empty list.
+        has_variables = False
+    if not has_variables:
+        raise ValueError(f"network {key!r} has no variables: nothing to train or to share")
     expected = (1, action_spec.num_values)
     if tuple(output.shape) != expected:
         raise ValueError(
