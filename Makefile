@@ -20,7 +20,7 @@ $(STAMP): requirements.txt constraints.txt setup.py
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) examples/mpe/run_madqn.py --lp_launch_type=local_mt --max_executor_steps=20000 $(RUN_ARGS)
+	$(PY) examples/mpe/run_madqn.py --lp_launch_type=local_mt --max_executor_steps=10000 $(RUN_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)

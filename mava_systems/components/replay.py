@@ -19,7 +19,12 @@ POLL_INTERVAL_MS = 1000
 
 
 class _StopAwareWriter:
-    """A `reverb.TrajectoryWriter` that closes itself and raises `ProgramStopping` at program stop."""
+    """A `reverb.TrajectoryWriter` that closes itself and raises `ProgramStopping` at program stop.
+
+    Calls without a timeout (which could block forever on the rate limiter)
+    wait in slices of `POLL_INTERVAL_MS`, checking the stop event in between.
+    Calls with a timeout (e.g. Acme's final flush) return quietly at stop.
+    """
 
     def __init__(self, writer: reverb.TrajectoryWriter, stop_event: threading.Event):
         self._writer = writer
@@ -27,12 +32,7 @@ class _StopAwareWriter:
         self._closed = False
 
     def flush(self, block_until_num_items: int = 0, timeout_ms: Optional[int] = None) -> None:
-        while not self._closed:
-            if self._stop_event.is_set():
-                self.close()
-                if timeout_ms is None:
-                    raise ProgramStopping()
-                return
+        while not self._stopped(timeout_ms):
             try:
                 return self._writer.flush(
                     block_until_num_items,
@@ -41,11 +41,28 @@ class _StopAwareWriter:
                 if timeout_ms is not None:
                     raise
 
+    def end_episode(self, clear_buffers: bool = True, timeout_ms: Optional[int] = None) -> None:
+        if self._stopped(timeout_ms):
+            return
+        if timeout_ms is None:
+            # Wait for pending items here, stop-aware, so that end_episode cannot block.
+            # (A timed-out end_episode leaves the Python-side history inconsistent.)
+            self.flush()
+        self._writer.end_episode(clear_buffers, timeout_ms=timeout_ms)
+
     def close(self) -> None:
         """Closes the stream; pending items are dropped."""
         if not self._closed:
             self._closed = True
             self._writer.close()
+
+    def _stopped(self, timeout_ms: Optional[int]) -> bool:
+        """True when closed; at program stop closes, then raises unless the caller set a timeout."""
+        if not self._closed and self._stop_event.is_set():
+            self.close()
+            if timeout_ms is None:
+                raise ProgramStopping()
+        return self._closed
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
