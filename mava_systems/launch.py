@@ -5,10 +5,12 @@ import faulthandler
 import os
 import signal
 import typing
-from typing import Any, Optional, Type, TypeVar
+from typing import Any, Callable, Optional, Sequence, Type, TypeVar
 
-from absl import flags
+from absl import app, flags
 import launchpad as lp
+
+import wrappers
 
 FLAGS = flags.FLAGS
 ConfigT = TypeVar("ConfigT")
@@ -67,6 +69,28 @@ def topology_from_flags() -> dict:
     """The system keyword arguments set by `define_flags`: node counts, step limit, run dir."""
     return dict(num_executors=FLAGS.num_executors, num_caches=FLAGS.num_caches,
                 max_executor_steps=max_executor_steps_flag(), run_dir=FLAGS.run_dir)
+
+
+def example_main(system_class: Type[Any], config_class: Type[Any],
+                 default_env: str) -> Callable[[Sequence[str]], None]:
+    """Defines the example flags and returns an `app.run` main that builds and runs the system.
+
+    The system is `system_class(environment_factory=..., config=..., num_executors=...,
+    num_caches=..., max_executor_steps=..., run_dir=...)`, all taken from the flags.
+    """
+    define_flags(default_env)
+    define_config_flags(config_class)
+
+    def main(argv: Sequence[str]) -> None:
+        if len(argv) > 1:
+            raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        system = system_class(
+            environment_factory=wrappers.make_environment_factory(FLAGS.env),
+            config=config_from_flags(config_class),
+            **topology_from_flags())
+        run(system)
+
+    return main
 
 
 def launch(program: lp.Program, launch_type: str) -> None:
