@@ -41,6 +41,15 @@ class MAEnvironmentSpec:
             discounts=self.discounts,
         )
 
+    def stacked(self, stacker: "Any") -> acme_specs.EnvironmentSpec:
+        """The Acme spec of this environment's data stacked per network by `stacker`."""
+        return acme_specs.EnvironmentSpec(
+            observations=stacker.stack_spec(self.observations),
+            actions=stacker.stack_spec(self.actions),
+            rewards=stacker.stack_spec(self.rewards),
+            discounts=stacker.stack_spec(self.discounts),
+        )
+
     def is_discrete(self) -> bool:
         """Whether every agent acts from a discrete set of actions."""
         return all(isinstance(spec, specs.DiscreteArray) for spec in self.actions.values())

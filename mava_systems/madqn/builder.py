@@ -11,6 +11,7 @@ import reverb
 from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
+from mava_systems.components.stacking import AgentStacker
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule, MADQNExecutor
 from mava_systems.madqn.networks import MADQNNetworks, QNetworkFactory, make_networks
@@ -30,6 +31,7 @@ class MADQNBuilder:
         self.agent_networks = agent_networks
         self.network_factory = network_factory
         self.run_dir = run_dir
+        self.stacker = AgentStacker(agent_networks)
 
     def make_networks(self) -> MADQNNetworks:
         """Online and target Q-networks (every node builds its copy here)."""
@@ -50,8 +52,9 @@ class MADQNBuilder:
                 error_buffer=error_buffer)
         sampler = (reverb.selectors.Prioritized(config.priority_exponent)
                    if config.prioritized_replay else reverb.selectors.Uniform())
+        # Executors write each network's agents stacked (see AgentStacker).
         signature = reverb_adders.NStepTransitionAdder.signature(
-            self.environment_spec.as_acme_spec())
+            self.environment_spec.stacked(self.stacker))
         return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),
                              max_size=config.max_replay_size, rate_limiter=limiter,
                              signature=signature)]

@@ -1,15 +1,16 @@
 """MADQN executors: epsilon-greedy over legal actions, one batched forward pass per network."""
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from acme.adders import base as adders_base
 from acme.tf import variable_utils
 import dm_env
 import numpy as np
-import sonnet as snt
 import tensorflow as tf
 
+from mava_systems.components.stacking import AgentStacker
 from mava_systems.madqn.networks import MADQNNetworks, observation_to_input
+from wrappers import OLT
 
 ExplorationSchedule = Callable[[int], float]
 
@@ -33,7 +34,12 @@ def epsilon_greedy(q_values: tf.Tensor, legal_actions: tf.Tensor, epsilon: tf.Te
 
 
 class MADQNExecutor:
-    """Selects every agent's action, writes transitions to replay and keeps variables fresh."""
+    """Selects every agent's action, writes transitions to replay and keeps variables fresh.
+
+    All agents sharing a network act in one batched forward pass, and every
+    network's pass runs in one compiled call per step. Replay receives the data
+    stacked per network (see `AgentStacker`).
+    """
 
     def __init__(
         self,
@@ -44,51 +50,57 @@ class MADQNExecutor:
         seed: int = 0,
     ):
         self._networks = networks
-        self._agents_by_network = networks.agents_by_network
+        self._stacker = AgentStacker(networks.agent_networks)
         self._schedule = exploration_schedule
         self._adder = adder
         self._variable_client = variable_client
         self._generator = tf.random.Generator.from_seed(seed)
-        self._policies = {key: self._make_policy(network)
-                          for key, network in networks.q_networks.items()}
+        self._policy = tf.function(self._batched_policy)
+        # The last observation dict seen and its stacked form: observe() stacks the
+        # next observation and select_actions() reuses it on the following step.
+        self._stacked_observation: Tuple[Any, Dict[str, Any]] = (None, {})
         self.num_steps = 0
 
-    def _make_policy(self, network: snt.Module) -> Callable[..., tf.Tensor]:
-        @tf.function
-        def policy(observation, legal_actions, epsilon):
-            q_values = network(observation_to_input(observation))
-            return epsilon_greedy(q_values, legal_actions, epsilon, self._generator)
-        return policy
+    def _batched_policy(self, observations: Dict[str, OLT], epsilon: tf.Tensor) -> Dict[str, tf.Tensor]:
+        return {key: epsilon_greedy(
+                    self._networks.q_networks[key](observation_to_input(observation.observation)),
+                    observation.legal_actions, epsilon, self._generator)
+                for key, observation in observations.items()}
 
     @property
     def epsilon(self) -> float:
         """The exploration rate this executor uses at its current step."""
         return float(self._schedule(self.num_steps))
 
-    def select_actions(self, observations: Dict[str, Any]) -> Dict[str, np.ndarray]:
+    def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action."""
-        epsilon = np.float32(self.epsilon)
-        actions = {}
-        for key, agents in self._agents_by_network.items():
-            batch = np.stack([observations[agent].observation for agent in agents])
-            legal = np.stack([observations[agent].legal_actions for agent in agents])
-            chosen = self._policies[key](batch, legal, epsilon).numpy()
-            for agent, action in zip(agents, chosen):
-                actions[agent] = action
-        return actions
+        actions = self._policy(self._stack_observation(observations), np.float32(self.epsilon))
+        return self._stacker.unstack({key: value.numpy() for key, value in actions.items()})
 
     def observe_first(self, timestep: dm_env.TimeStep) -> None:
         """Starts an episode in replay."""
         if self._adder is not None:
-            self._adder.add_first(timestep)
+            self._adder.add_first(self._stack_timestep(timestep))
 
     def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep) -> None:
         """Records a step in replay and advances the exploration schedule."""
         self.num_steps += 1
         if self._adder is not None:
-            self._adder.add(actions, next_timestep)
+            self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep))
 
     def update(self, wait: bool = False) -> None:
         """Fetches the source's latest online variables every few steps (in the background)."""
         if self._variable_client is not None:
             self._variable_client.update(wait)
+
+    def _stack_observation(self, observations: Dict[str, OLT]) -> Dict[str, OLT]:
+        seen, stacked = self._stacked_observation
+        if seen is not observations:
+            stacked = self._stacker.stack(observations)
+            self._stacked_observation = (observations, stacked)
+        return stacked
+
+    def _stack_timestep(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
+        return timestep._replace(observation=self._stack_observation(timestep.observation),
+                                 reward=self._stacker.stack(timestep.reward),
+                                 discount=self._stacker.stack(timestep.discount))

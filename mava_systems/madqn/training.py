@@ -17,6 +17,12 @@ from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_aft
 from mava_systems.madqn.networks import MADQNNetworks, observation_to_input, variables_as_numpy
 
 
+def _merge_agents(stacked: tf.Tensor) -> tf.Tensor:
+    """[B, A, ...] -> [B * A, ...]."""
+    shape = tf.shape(stacked)
+    return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
+
+
 def mask_illegal(q_values: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
     """Pushes illegal actions' values below every legal one; rows with none legal are kept."""
     legal = legal_actions > 0
@@ -78,22 +84,20 @@ class MADQNTrainer:
         """Trainer steps taken, including those restored from a checkpoint."""
         return int(self._num_steps.numpy())
 
-    def _stack(self, tree: Dict[str, Any], agents: List[str]) -> tf.Tensor:
-        """[B, ...] per agent -> [B * len(agents), ...], batch-major."""
-        stacked = tf.stack([tree[agent] for agent in agents], axis=1)
-        shape = tf.shape(stacked)
-        return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
+    def network_loss(self, key: str, transitions: acme_types.Transition
+                     ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Double Q-learning loss and TD error per (transition, agent) of network `key`, and Q(s, .).
 
-    def network_loss(self, key: str, agents: List[str],
-                     transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """Double Q-learning loss and TD error per stacked transition ([B * len(agents)]), and Q(s, .)."""
-        stack = lambda tree: self._stack(tree, agents)
-        o_tm1 = observation_to_input(stack({a: transitions.observation[a].observation for a in agents}))
-        o_t = observation_to_input(stack({a: transitions.next_observation[a].observation for a in agents}))
-        legal_t = stack({a: transitions.next_observation[a].legal_actions for a in agents})
-        a_tm1 = tf.cast(stack(transitions.action), tf.int32)
-        r_t = tf.cast(stack(transitions.reward), tf.float32)
-        d_t = tf.cast(stack(transitions.discount), tf.float32)
+        Replay holds each network's agents stacked ([B, A, ...]); they are
+        trained as one batch of B * A rows, batch-major.
+        """
+        observation, next_observation = transitions.observation[key], transitions.next_observation[key]
+        o_tm1 = observation_to_input(_merge_agents(observation.observation))
+        o_t = observation_to_input(_merge_agents(next_observation.observation))
+        legal_t = _merge_agents(next_observation.legal_actions)
+        a_tm1 = tf.cast(_merge_agents(transitions.action[key]), tf.int32)
+        r_t = tf.cast(_merge_agents(transitions.reward[key]), tf.float32)
+        d_t = tf.cast(_merge_agents(transitions.discount[key]), tf.float32)
 
         network = self._networks.q_networks[key]
         q_tm1 = network(o_tm1)
@@ -119,7 +123,7 @@ class MADQNTrainer:
         for key, agents in self._agents_by_network.items():
             network = self._networks.q_networks[key]
             with tf.GradientTape() as tape:
-                loss, td_error, q_tm1 = self.network_loss(key, agents, transitions)
+                loss, td_error, q_tm1 = self.network_loss(key, transitions)
                 per_transition = tf.reshape(loss, [batch_size, len(agents)])
                 loss = tf.reduce_mean(per_transition * weights[:, None])
             variables = network.trainable_variables

@@ -1,0 +1,381 @@
+"""What the benchmarks share: arguments, timing, medians, tables, JSON results, running the example.
+
+Import this module before TensorFlow (it quiets TensorFlow and pygame through
+environment variables that must be set before they load).
+"""
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # every PettingZoo env imports pygame
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_DIR = os.path.join(ROOT, "benchmarks", "results")
+EXAMPLE = os.path.join(ROOT, "examples", "mpe", "run_madqn.py")
+ENV_NAME = "mpe/simple_spread_v3"
+
+# --------------------------------------------------------------------------- arguments
+
+
+def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
+                seconds_help: str = "seconds measured per run", warmup: float = 2.0
+                ) -> argparse.ArgumentParser:
+    """The arguments every benchmark takes: --repeats, --seconds, --warmup, --out."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
+    parser.add_argument("--repeats", type=int, default=repeats,
+                        help=f"runs per figure; the median is reported (default {repeats})")
+    parser.add_argument("--seconds", type=float, default=seconds,
+                        help=f"{seconds_help} (default {seconds:g})")
+    parser.add_argument("--warmup", type=float, default=warmup,
+                        help=f"seconds run before each timed run and not counted (default {warmup:g})")
+    parser.add_argument("--out", default=os.path.join(RESULTS_DIR, f"{name}.json"),
+                        help="where the JSON results go (default benchmarks/results/%(prog)s.json)"
+                        .replace("%(prog)s", name))
+    return parser
+
+
+def check_args(args: argparse.Namespace) -> argparse.Namespace:
+    """Rejects counts and durations that cannot give a result."""
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats must be at least 1, got {args.repeats}")
+    if args.seconds < 0 or args.warmup < 0:
+        raise SystemExit("--seconds and --warmup must not be negative")
+    return args
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def measure_rate(step: Callable[[], int], seconds: float, warmup_s: float = 0.0) -> float:
+    """Units per second of `step()`, which does some units of work and returns how many.
+
+    `step` runs for `warmup_s` seconds (at least once) uncounted, then for at
+    least `seconds` counted; the clock is read between calls only, so one call
+    should take much less than `seconds`.
+    """
+    deadline = time.perf_counter() + warmup_s
+    step()
+    while time.perf_counter() < deadline:
+        step()
+    units = 0
+    start = time.perf_counter()
+    end = start + seconds
+    while True:
+        units += step()
+        now = time.perf_counter()
+        if now >= end:
+            return units / (now - start)
+
+
+def measure_interleaved(variants: Mapping[str, Callable[[], int]], repeats: int, seconds: float,
+                        warmup_s: float) -> Dict[str, List[float]]:
+    """Rates of every variant, `repeats` times, in turns (a, b, c, a, b, c, ...).
+
+    Taking turns spreads slow phases of a shared machine over all variants,
+    which keeps their ratios fair.
+    """
+    rates: Dict[str, List[float]] = {name: [] for name in variants}
+    for repeat in range(repeats):
+        for name, step in variants.items():
+            rate = measure_rate(step, seconds, warmup_s)
+            rates[name].append(rate)
+            progress(f"repeat {repeat + 1}/{repeats}  {name}: {rate:,.1f}/s")
+    return rates
+
+
+def median(values: Sequence[float]) -> Optional[float]:
+    """The median of `values`, None when there are none."""
+    values = [value for value in values if value is not None]
+    return float(statistics.median(values)) if values else None
+
+
+def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[float]:
+    """numerator / denominator, None when either is missing or the denominator is 0."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def progress(message: str) -> None:
+    """A progress line (stderr, so that stdout ends with the table and the JSON)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    """A table cell: numbers with thousands separators, None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def print_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A plain-text table; the first column is left-aligned, the others right-aligned."""
+    cells = [[str(header) for header in headers]] + [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
+                         for i, cell in enumerate(row))
+
+    print(f"\n{title}")
+    print(line(cells[0]))
+    print("  ".join("-" * width for width in widths))
+    for row in cells[1:]:
+        print(line(row))
+    print(flush=True)
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine_info() -> Dict[str, Any]:
+    """What the numbers were measured on and against which code."""
+    cpu_model = ""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            cpu_model = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                              if line.startswith("model name")), "")
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            kb = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal"))
+            mem_gb = round(kb / 1024 ** 2, 1)
+    except (OSError, StopIteration):
+        pass
+    dirty = _git("status", "--porcelain", "--", "mava_systems", "wrappers", "examples")
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "library_uncommitted_changes": bool(dirty),
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "mem_gb": mem_gb,
+        "python": sys.version.split()[0],
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+    }
+
+
+def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]) -> None:
+    """Writes `figures` (plus "meta": settings and machine) to `args.out`, then prints it as JSON.
+
+    The JSON object is the last line of stdout.
+    """
+    result = dict(figures)
+    result["meta"] = {**meta, "repeats": args.repeats, "seconds": args.seconds,
+                      "warmup": args.warmup, **machine_info()}
+    directory = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(directory, exist_ok=True)
+    with open(args.out, "w") as out:
+        json.dump(result, out, indent=2)
+        out.write("\n")
+    print(f"Results written to {os.path.relpath(args.out)}", flush=True)
+    print(json.dumps(result), flush=True)
+
+
+# --------------------------------------------------------------------------- in-process components
+
+
+def prepare_in_process() -> None:
+    """Lets library code that reads absl flags (Launchpad, Reverb logging) run outside `app.run`."""
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+
+
+# --------------------------------------------------------------------------- the example as a subprocess
+
+
+def example_command(run_dir: str, launch_type: str, max_executor_steps: int,
+                    flags: Sequence[str] = ()) -> List[str]:
+    """The command running examples/mpe/run_madqn.py on simple_spread_v3."""
+    return [sys.executable, EXAMPLE, f"--env={ENV_NAME}", f"--lp_launch_type={launch_type}",
+            f"--max_executor_steps={max_executor_steps}", f"--run_dir={run_dir}", *flags]
+
+
+def start_example(command: Sequence[str], output_path: str) -> subprocess.Popen:
+    """Starts `command` in its own session (its own process group), output to `output_path`."""
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with open(output_path, "w") as output:
+        return subprocess.Popen(list(command), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+class ProcessTree:
+    """A process and its descendants: their summed resident set, and cleaning up every one of them."""
+
+    def __init__(self, pid: int):
+        import psutil
+
+        self._psutil = psutil
+        self.root = psutil.Process(pid)
+        self._seen: Dict[int, Any] = {pid: self.root}  # pid -> psutil.Process (create time kept)
+        self.peak_rss_bytes = 0
+        self.max_processes = 0
+
+    def processes(self) -> List[Any]:
+        """The live processes of the tree (remembering every one seen)."""
+        psutil = self._psutil
+        try:
+            found = [self.root] + self.root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            found = []
+        for process in found:
+            self._seen.setdefault(process.pid, process)
+        return found
+
+    def sample_rss(self) -> int:
+        """The tree's current summed RSS in bytes; updates the peak."""
+        total, count = 0, 0
+        for process in self.processes():
+            try:
+                total += process.memory_info().rss
+                count += 1
+            except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
+                    self._psutil.AccessDenied):
+                pass
+        self.peak_rss_bytes = max(self.peak_rss_bytes, total)
+        self.max_processes = max(self.max_processes, count)
+        return total
+
+    def kill_leftovers(self) -> List[int]:
+        """SIGKILLs every process of the tree that is still alive; returns their pids."""
+        psutil = self._psutil
+        self.processes()
+        killed = []
+        for pid, process in list(self._seen.items()):
+            try:
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    process.kill()  # is_running() checks the create time: never a reused pid.
+                    killed.append(pid)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        try:
+            os.killpg(self.root.pid, signal.SIGKILL)  # Anything left in its process group.
+        except (ProcessLookupError, PermissionError):
+            pass
+        return killed
+
+
+def stop_example(process: subprocess.Popen, tree: ProcessTree, timeout_s: float = 60.0
+                 ) -> Dict[str, Any]:
+    """Stops a running example as Ctrl-C would (SIGINT to the launcher), then cleans up.
+
+    Launchpad asks every node to stop and kills those still running after
+    `--lp_termination_notice_secs` (10 s). If the launcher has not exited after
+    `timeout_s`, the whole tree is killed. Returns how the stop went.
+    """
+    start = time.monotonic()
+    try:
+        process.send_signal(signal.SIGINT)
+    except ProcessLookupError:
+        pass
+    try:
+        returncode = process.wait(timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        returncode = None
+    stop_s = time.monotonic() - start
+    leftovers = tree.kill_leftovers()
+    if timed_out:
+        returncode = process.wait(10)
+    return {"stop_s": round(stop_s, 2), "returncode": returncode, "timed_out": timed_out,
+            "killed_leftovers": len(leftovers)}
+
+
+def tail_of(path: str, limit: int = 2000) -> str:
+    """The last `limit` characters of a text file ('' if missing)."""
+    try:
+        with open(path, errors="replace") as text:
+            return text.read()[-limit:]
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------- CSV logs
+
+
+def node_csv(run_dir: str, node: str) -> str:
+    """The CSV log of `node` ("trainer", "evaluator", "executor_0", ...) in a run directory."""
+    return os.path.join(run_dir, "logs", node, "logs.csv")
+
+
+def read_rows(path: str) -> List[Dict[str, str]]:
+    """Every complete row of a CSV log ([] if it does not exist yet)."""
+    try:
+        with open(path, newline="") as csv_file:
+            text = csv_file.read()
+    except OSError:
+        return []
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines = lines[:-1]  # A row still being written.
+    return list(csv.DictReader(io.StringIO("".join(lines))))
+
+
+def first_row(path: str) -> Optional[Dict[str, str]]:
+    """The first complete data row of a CSV log, None if there is none yet."""
+    try:
+        with open(path, newline="") as csv_file:
+            header, row = csv_file.readline(), csv_file.readline()
+    except OSError:
+        return None
+    if not header.endswith("\n") or not row.endswith("\n"):
+        return None
+    return next(csv.DictReader(io.StringIO(header + row)), None)
+
+
+def last_row(path: str, tail_bytes: int = 65536) -> Optional[Dict[str, str]]:
+    """The last complete data row of a CSV log (reading only its end), None if there is none."""
+    try:
+        with open(path, "rb") as csv_file:
+            raw_header = csv_file.readline()
+            size = csv_file.seek(0, os.SEEK_END)
+            start = max(len(raw_header), size - tail_bytes)
+            csv_file.seek(start)
+            lines = csv_file.read().decode(errors="replace").split("\n")
+    except OSError:
+        return None
+    header = raw_header.decode(errors="replace")
+    # lines[-1] is unfinished (or empty); lines[0] is partial unless reading began right after the header.
+    complete = [line for line in lines[(0 if start == len(raw_header) else 1):-1] if line]
+    if not header.endswith("\n") or not complete:
+        return None
+    return next(csv.DictReader(io.StringIO(header + complete[-1] + "\n")), None)
+
+
+def count(row: Optional[Mapping[str, str]], key: str) -> int:
+    """An integer column of a row (0 for a missing row or cell)."""
+    if not row or not row.get(key):
+        return 0
+    return int(float(row[key]))

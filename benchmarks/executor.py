@@ -1,0 +1,200 @@
+"""Executor benchmark: joint environment steps per second on mpe/simple_spread_v3.
+
+    .venv/bin/python -m benchmarks.executor [--repeats 3 --seconds 10]
+
+Every variant plays whole episodes (reset included) in one thread:
+
+  bare_env            the PettingZoo parallel env itself, random actions from its action spaces
+  wrapped_env         our ParallelEnvWrapper, the same random actions
+  loop_random         (diagnostic) EnvironmentLoop over the wrapped env with a random executor
+  executor            EnvironmentLoop + MADQNExecutor (policy network, epsilon-greedy), no replay
+  executor_replay     the same with the Reverb n-step adder writing to a live replay server
+  executor_replay_logging  (diagnostic) the same plus the executor node's logger (CSV, TensorBoard)
+
+Each is reported as a ratio of bare_env.
+"""
+
+import gc
+import shutil
+import tempfile
+from typing import Any, Callable, Dict
+
+from benchmarks import common
+
+VARIANTS = {
+    "bare_env": "(a) bare PettingZoo env, random actions",
+    "wrapped_env": "(b) wrapped env, random actions",
+    "loop_random": "    EnvironmentLoop, random actions",
+    "executor": "(c) executor, no replay",
+    "executor_replay": "(d) executor + Reverb adder",
+    "executor_replay_logging": "    (d) + node logger (CSV, TensorBoard)",
+}
+DIAGNOSTIC = ("loop_random", "executor_replay_logging")
+
+
+def sample_actions(spaces: Dict[str, Any]) -> Dict[str, Any]:
+    """One random action per agent, from its gymnasium action space."""
+    return {agent: space.sample() for agent, space in spaces.items()}
+
+
+def action_spaces(env: Any, seed: int) -> Dict[str, Any]:
+    """The seeded action space of every agent of a PettingZoo env."""
+    spaces = {}
+    for index, agent in enumerate(env.possible_agents):
+        spaces[agent] = env.action_space(agent)
+        spaces[agent].seed(seed + index)
+    return spaces
+
+
+def bare_env_episode(seed: int) -> Callable[[], int]:
+    """(a) An episode of the PettingZoo env with random actions; returns its length."""
+    from mpe2 import simple_spread_v3
+
+    env = simple_spread_v3.parallel_env()
+    env.reset(seed=seed)
+    spaces = action_spaces(env, seed)
+
+    def episode() -> int:
+        env.reset()
+        steps = 0
+        while env.agents:
+            env.step({agent: spaces[agent].sample() for agent in env.agents})
+            steps += 1
+        return steps
+
+    return episode
+
+
+def wrapped_env_episode(factory: Any, seed: int) -> Callable[[], int]:
+    """(b) An episode of the wrapped env with the same random actions."""
+    env = factory(evaluation=False, seed=seed)
+    spaces = action_spaces(env.environment, seed)
+
+    def episode() -> int:
+        timestep = env.reset()
+        steps = 0
+        while not timestep.last():
+            timestep = env.step(sample_actions(spaces))
+            steps += 1
+        return steps
+
+    return episode
+
+
+class RandomExecutor:
+    """An executor acting uniformly at random (for the loop's own overhead)."""
+
+    def __init__(self, spaces: Dict[str, Any]):
+        self._spaces = spaces
+
+    def select_actions(self, observations: Dict[str, Any]) -> Dict[str, Any]:
+        return sample_actions(self._spaces)
+
+    def observe_first(self, timestep: Any) -> None:
+        pass
+
+    def observe(self, actions: Dict[str, Any], next_timestep: Any) -> None:
+        pass
+
+    def update(self, wait: bool = False) -> None:
+        pass
+
+
+def loop_episode(loop: Any) -> Callable[[], int]:
+    """An episode of an EnvironmentLoop; returns its length."""
+    return lambda: int(loop.run_episode()["episode_length"])
+
+
+def main() -> None:
+    parser = common.make_parser(
+        "executor", __doc__.split("\n\n")[0], seconds=10.0,
+        seconds_help="seconds timed per variant and repeat", warmup=2.0)
+    parser.add_argument("--epsilon", type=float, default=0.4,
+                        help="the executors' exploration rate (default 0.4, a single "
+                             "executor's default)")
+    parser.add_argument("--no_diagnostics", action="store_true",
+                        help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
+    parser.add_argument("--seed", type=int, default=1)
+    args = common.check_args(parser.parse_args())
+    common.prepare_in_process()
+
+    import reverb
+
+    from acme.utils import counting
+
+    from mava_systems import madqn
+    from mava_systems.components.environment_loop import EnvironmentLoop
+    from mava_systems.components.exploration import ConstantEpsilon
+    from mava_systems.components.logging import make_logger
+    import wrappers
+
+    factory = wrappers.make_environment_factory(common.ENV_NAME)
+    run_dir = tempfile.mkdtemp(prefix="bench-executor-")
+    # No rate limit: nothing samples here, so a samples-per-insert limiter would block inserts.
+    config = madqn.MADQNConfig(samples_per_insert=None, seed=args.seed)
+    system = madqn.MADQN(factory, config=config, run_dir=run_dir)
+    builder = system.builder
+    server = reverb.Server(system.replay())
+    client = reverb.Client(f"localhost:{server.port}")
+
+    def make_executor_loop(with_replay: bool, with_logging: bool = False) -> Callable[[], int]:
+        executor = builder.make_executor(
+            builder.make_networks(), ConstantEpsilon(args.epsilon),
+            adder=builder.make_adder(client) if with_replay else None, seed=args.seed)
+        environment = factory(evaluation=False, seed=args.seed)
+        if not with_logging:
+            return loop_episode(EnvironmentLoop(environment, executor))
+        logger = make_logger(run_dir, "executor_0", config.terminal_log_interval_s,
+                             "executor_steps")
+        return loop_episode(EnvironmentLoop(environment, executor, counting.Counter(),
+                                            logger, extra_log_fn=lambda: {"epsilon": executor.epsilon}))
+
+    random_env = factory(evaluation=False, seed=args.seed)
+    variants: Dict[str, Callable[[], int]] = {
+        "bare_env": bare_env_episode(args.seed),
+        "wrapped_env": wrapped_env_episode(factory, args.seed),
+        "loop_random": loop_episode(EnvironmentLoop(
+            random_env, RandomExecutor(action_spaces(random_env.environment, args.seed)))),
+        "executor": make_executor_loop(with_replay=False),
+        "executor_replay": make_executor_loop(with_replay=True),
+        "executor_replay_logging": make_executor_loop(with_replay=True, with_logging=True),
+    }
+    if args.no_diagnostics:
+        for name in DIAGNOSTIC:
+            variants.pop(name)
+
+    common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
+                    f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
+    try:
+        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup)
+        replay_items = client.server_info()[next(iter(client.server_info()))].current_size
+    finally:
+        variants.clear()
+        gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
+        server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    medians = {name: common.median(values) for name, values in rates.items()}
+    bare = medians["bare_env"]
+    rows = [(VARIANTS[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
+             " ".join(common.fmt(value, 0) for value in rates[name]))
+            for name in rates]
+    common.print_table(
+        f"Executor: joint steps/s on {common.ENV_NAME} (median of {args.repeats} x "
+        f"{args.seconds:g} s; replay held {replay_items:,} items at the end)",
+        ["variant", "steps/s", "ratio to (a)", "runs"], rows)
+    target = 1000.0
+    replay_sps = medians["executor_replay"]
+    print(f"Target: executor with replay >= {target:,.0f} steps/s: "
+          f"{'met' if replay_sps and replay_sps >= target else 'NOT met'} ({common.fmt(replay_sps)})")
+
+    figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
+    figures.update({f"{name}_ratio": common.ratio(medians[name], bare)
+                    for name in rates if name != "bare_env"})
+    figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}
+    common.emit(args, figures, {"benchmark": "executor", "env": common.ENV_NAME,
+                                "epsilon": args.epsilon, "unit": "joint environment steps/s"})
+
+
+if __name__ == "__main__":
+    main()

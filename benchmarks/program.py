@@ -1,0 +1,209 @@
+"""Whole-program benchmark: MADQN on mpe/simple_spread_v3 as a Launchpad program.
+
+    .venv/bin/python -m benchmarks.program [--repeats 3 --seconds 60]
+
+For each configuration (launch type x executors; default local_mt and local_mp
+with 1 and 2 executors) examples/mpe/run_madqn.py runs as a subprocess with
+--max_executor_steps=0 in a temporary run directory. From the moment the
+trainer's CSV log gets its first row (the first trainer step) the program runs
+--seconds more, and is then stopped as Ctrl-C would (SIGINT to the launcher);
+whatever is left of its process tree afterwards is killed. Reported per
+configuration (medians over repeats):
+
+  executor_sps                    executor steps/s (all executors) between the first trainer step and the stop
+  trainer_sps                     trainer steps/s over the same window
+  peak_rss_mb                     peak of the summed RSS of the launcher and all its descendants
+                                  (sampled every 0.5 s, launch to stop)
+  seconds_to_first_trainer_step   from launch to the first trainer step's CSV row
+"""
+
+import os
+import shutil
+import tempfile
+import time
+from typing import Any, Dict, List, Tuple
+
+from benchmarks import common
+
+DEFAULT_CONFIGS = "local_mt:1,local_mt:2,local_mp:1,local_mp:2"
+RSS_INTERVAL_S = 0.5
+POLL_INTERVAL_S = 0.1
+
+
+def parse_configs(text: str) -> List[Tuple[str, int]]:
+    """"local_mt:1,local_mp:2" -> [("local_mt", 1), ("local_mp", 2)]."""
+    configs = []
+    for item in text.split(","):
+        launch_type, _, executors = item.strip().partition(":")
+        if launch_type not in ("local_mt", "local_mp") or not executors.isdigit() or int(executors) < 1:
+            raise SystemExit(f"bad configuration {item!r}: expected <local_mt|local_mp>:<executors>")
+        configs.append((launch_type, int(executors)))
+    return configs
+
+
+def config_key(launch_type: str, executors: int) -> str:
+    return f"{launch_type}:{executors}"
+
+
+def executor_steps_now(run_dir: str, executors: int) -> int:
+    """The largest executor step count in the trainer's and the executors' latest CSV rows."""
+    nodes = ["trainer"] + [f"executor_{i}" for i in range(executors)]
+    return max(common.count(common.last_row(common.node_csv(run_dir, node)), "executor_steps")
+               for node in nodes)
+
+
+def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
+    """One run of the example; its figures."""
+    run_dir = tempfile.mkdtemp(prefix=f"bench-program-{launch_type}-{executors}-")
+    output_path = os.path.join(run_dir, "output.log")
+    command = common.example_command(
+        os.path.join(run_dir, "run"), launch_type, 0,
+        [f"--num_executors={executors}", *args.flag])
+    trainer_csv = common.node_csv(os.path.join(run_dir, "run"), "trainer")
+    launched = time.monotonic()
+    process = common.start_example(command, output_path)
+    tree = common.ProcessTree(process.pid)
+    first_step_at = None
+    first: Dict[str, int] = {}
+    middle: Dict[str, Any] = {}
+    next_rss = launched
+    error = None
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_rss:
+                tree.sample_rss()
+                next_rss = now + RSS_INTERVAL_S
+            if process.poll() is not None:
+                error = f"the program exited by itself (code {process.returncode})"
+                break
+            if first_step_at is None:
+                row = common.first_row(trainer_csv)
+                if row is not None:
+                    first_step_at = now
+                    first = {"trainer_steps": common.count(row, "trainer_steps"),
+                             "executor_steps": common.count(row, "executor_steps")}
+                    common.progress(f"{config_key(launch_type, executors)}: first trainer step "
+                                    f"{now - launched:.1f} s after launch")
+                elif now - launched > args.startup_timeout:
+                    error = f"no trainer step within {args.startup_timeout:g} s of launch"
+                    break
+            else:
+                if not middle and now >= first_step_at + args.seconds / 2:
+                    row = common.last_row(trainer_csv)
+                    middle = {"at": now, "trainer_steps": common.count(row, "trainer_steps")}
+                if now >= first_step_at + args.seconds:
+                    break
+            time.sleep(POLL_INTERVAL_S)
+    finally:
+        stopped_at = time.monotonic()
+        stop = common.stop_example(process, tree, args.stop_timeout)
+    run_dir_run = os.path.join(run_dir, "run")
+    result: Dict[str, Any] = {"stop": stop}
+    if args.keep_run_dirs:
+        result["run_dir"] = run_dir
+    try:
+        if error is not None:
+            result["error"] = error
+            result["output_tail"] = common.tail_of(output_path)
+            common.progress(f"{config_key(launch_type, executors)}: {error}\n"
+                            f"{result['output_tail']}")
+            return result
+        window = stopped_at - first_step_at
+        last = common.last_row(trainer_csv)
+        trainer_end = common.count(last, "trainer_steps")
+        executor_end = executor_steps_now(run_dir_run, executors)
+        result.update({
+            "seconds_to_first_trainer_step": first_step_at - launched,
+            "executor_sps": (executor_end - first["executor_steps"]) / window,
+            "trainer_sps": (trainer_end - first["trainer_steps"]) / window,
+            "peak_rss_mb": tree.peak_rss_bytes / 2 ** 20,
+            "max_processes": tree.max_processes,
+            "window_s": window,
+            "executor_steps": [first["executor_steps"], executor_end],
+            "trainer_steps": [first["trainer_steps"], trainer_end],
+        })
+        if middle:
+            # The middle count may lag by up to 30 rows (the CSV logger flushes every 30 writes).
+            result["trainer_sps_second_half"] = (
+                (trainer_end - middle["trainer_steps"]) / (stopped_at - middle["at"]))
+        output = common.tail_of(output_path, 100_000)
+        result["user_requested_termination"] = "User-requested termination" in output
+        if stop["returncode"] != 0 or stop["killed_leftovers"]:
+            result["output_tail"] = common.tail_of(output_path)
+        return result
+    finally:
+        if not args.keep_run_dirs:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = common.make_parser(
+        "program", __doc__.split("\n\n")[0], seconds=60.0,
+        seconds_help="seconds each program runs after its first trainer step", warmup=0.0)
+    parser.add_argument("--configs", default=DEFAULT_CONFIGS,
+                        help=f"comma-separated <launch type>:<executors> (default {DEFAULT_CONFIGS})")
+    parser.add_argument("--flag", action="append", default=[],
+                        help="a flag passed on to the example, e.g. --flag=--batch_size=128 "
+                             "(repeatable)")
+    parser.add_argument("--startup_timeout", type=float, default=300.0,
+                        help="seconds allowed from launch to the first trainer step (default 300)")
+    parser.add_argument("--stop_timeout", type=float, default=60.0,
+                        help="seconds allowed for the program to stop after SIGINT before it is "
+                             "killed (default 60)")
+    parser.add_argument("--keep_run_dirs", action="store_true",
+                        help="keep the temporary run directories (logs, output.log)")
+    args = common.check_args(parser.parse_args())
+    if args.warmup:
+        raise SystemExit("--warmup does not apply here: the window starts at the first trainer step")
+    configs = parse_configs(args.configs)
+
+    runs: Dict[str, List[Dict[str, Any]]] = {config_key(*config): [] for config in configs}
+    common.progress(f"{len(configs)} configurations x {args.repeats} repeats, each about "
+                    f"start-up + {args.seconds:g} s + stop")
+    for repeat in range(args.repeats):
+        for launch_type, executors in configs:
+            key = config_key(launch_type, executors)
+            result = run_once(launch_type, executors, args)
+            runs[key].append(result)
+            common.progress(
+                f"repeat {repeat + 1}/{args.repeats}  {key}: "
+                + ("FAILED: " + result["error"] if "error" in result else
+                   f"executor {result['executor_sps']:,.1f}/s, trainer {result['trainer_sps']:,.1f}/s, "
+                   f"peak RSS {result['peak_rss_mb']:,.0f} MB, first trainer step after "
+                   f"{result['seconds_to_first_trainer_step']:.1f} s")
+                + f"; stopped in {result['stop']['stop_s']} s (exit code "
+                  f"{result['stop']['returncode']}, {result['stop']['killed_leftovers']} left "
+                  "over and killed)")
+
+    figures: Dict[str, Any] = {}
+    rows = []
+    for key, results in runs.items():
+        good = [result for result in results if "error" not in result]
+        entry = {name: common.median([result[name] for result in good])
+                 for name in ("executor_sps", "trainer_sps", "peak_rss_mb",
+                              "seconds_to_first_trainer_step")}
+        entry["failed_runs"] = len(results) - len(good)
+        entry["runs"] = results
+        figures[key] = entry
+        rows.append((key, common.fmt(entry["executor_sps"]), common.fmt(entry["trainer_sps"]),
+                     common.fmt(entry["peak_rss_mb"], 0),
+                     common.fmt(entry["seconds_to_first_trainer_step"]),
+                     f"{len(good)}/{len(results)}"))
+    common.print_table(
+        f"Whole program: MADQN on {common.ENV_NAME}, {args.seconds:g} s from the first trainer "
+        f"step (median of {args.repeats})",
+        ["configuration", "executor steps/s", "trainer steps/s", "peak RSS MB",
+         "s to 1st trainer step", "ok runs"], rows)
+    for key, entry in figures.items():
+        if key.endswith(":2") and entry["executor_sps"] is not None:
+            ok = entry["executor_sps"] >= 400 and (entry["trainer_sps"] or 0) > 0
+            print(f"Target ({key}): >= 400-600 executor steps/s while the trainer steps: "
+                  f"{'met' if ok else 'NOT met'} ({common.fmt(entry['executor_sps'])} executor, "
+                  f"{common.fmt(entry['trainer_sps'])} trainer steps/s)")
+    common.emit(args, figures, {"benchmark": "program", "env": common.ENV_NAME,
+                                "example_flags": args.flag})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Trainer benchmark: MADQN trainer steps per second at batch 256 against the bare compiled step.
+
+    .venv/bin/python -m benchmarks.trainer [--repeats 3 --seconds 10]
+
+A Reverb server in this process is filled by a random executor on
+mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
+
+  bare_step        the trainer's compiled `_step` (double Q-learning, Adam, target update)
+                   on one batch already in memory: the limit
+  trainer          `trainer.step()`: a batch from Reverb through the dataset pipeline
+                   (builder.make_dataset_iterator), the compiled step, counting
+  trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard)
+  dataset          (diagnostic) batches/s the dataset pipeline alone delivers
+"""
+
+import gc
+import shutil
+import tempfile
+import time
+from typing import Any, Callable, Dict
+
+from benchmarks import common
+
+VARIANTS = {
+    "bare_step": "compiled step on an in-memory batch (limit)",
+    "trainer": "trainer.step() from Reverb",
+    "trainer_logging": "    trainer.step() + node logger (CSV, TensorBoard)",
+    "dataset": "    dataset pipeline alone (batches/s)",
+}
+DIAGNOSTIC = ("trainer_logging", "dataset")
+
+
+def counted(function: Callable[[], Any]) -> Callable[[], int]:
+    """`function` as a timing step of one unit."""
+    def step() -> int:
+        function()
+        return 1
+    return step
+
+
+def main() -> None:
+    parser = common.make_parser(
+        "trainer", __doc__.split("\n\n")[0], seconds=10.0,
+        seconds_help="seconds timed per variant and repeat", warmup=2.0)
+    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--fill_steps", type=int, default=10_000,
+                        help="joint environment steps written to replay before timing "
+                             "(default 10000)")
+    parser.add_argument("--prioritized_replay", action="store_true",
+                        help="prioritised replay: trainer.step() also sends priority updates")
+    parser.add_argument("--no_diagnostics", action="store_true",
+                        help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
+    parser.add_argument("--seed", type=int, default=1)
+    args = common.check_args(parser.parse_args())
+    common.prepare_in_process()
+
+    import reverb
+
+    from mava_systems import madqn
+    from mava_systems.components.environment_loop import EnvironmentLoop
+    from mava_systems.components.exploration import ConstantEpsilon
+    from mava_systems.components.logging import make_logger
+    from mava_systems.madqn.builder import REPLAY_TABLE
+    import wrappers
+
+    factory = wrappers.make_environment_factory(common.ENV_NAME)
+    run_dir = tempfile.mkdtemp(prefix="bench-trainer-")
+    config = madqn.MADQNConfig(batch_size=args.batch_size, samples_per_insert=None,
+                               prioritized_replay=args.prioritized_replay, seed=args.seed)
+    system = madqn.MADQN(factory, config=config, run_dir=run_dir)
+    builder = system.builder
+    server = reverb.Server(system.replay())
+    client = reverb.Client(f"localhost:{server.port}")
+    state: Dict[str, Any] = {}
+    try:
+        # Fill replay with a random executor.
+        start = time.perf_counter()
+        adder = builder.make_adder(client)
+        executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
+                                         adder=adder, seed=args.seed)
+        loop = EnvironmentLoop(factory(evaluation=False, seed=args.seed), executor)
+        steps = 0
+        while steps < max(args.fill_steps, config.min_replay_size):
+            steps += loop.run_episode()["episode_length"]
+        del loop, executor, adder
+        gc.collect()  # Closes the writer's stream.
+        replay_items = client.server_info()[REPLAY_TABLE].current_size
+        common.progress(f"replay filled with {replay_items:,} items in "
+                        f"{time.perf_counter() - start:.1f} s")
+
+        networks = builder.make_networks()
+        dataset = builder.make_dataset_iterator(client)
+        state["dataset"] = dataset
+        trainer = builder.make_trainer(networks, dataset, replay_client=client, checkpoint=False)
+        state["trainer"] = trainer
+        start = time.perf_counter()
+        trainer.step()  # Traces the compiled step.
+        common.progress(f"first trainer step (tracing) took {time.perf_counter() - start:.1f} s")
+        sample = next(dataset)  # The in-memory batch, of the same shapes the pipeline gives.
+        variants: Dict[str, Callable[[], int]] = {
+            "bare_step": counted(lambda: trainer._step(sample)),  # pylint: disable=protected-access
+            "trainer": counted(trainer.step),
+        }
+        if not args.no_diagnostics:
+            logged = builder.make_trainer(
+                networks, dataset, replay_client=client, checkpoint=False,
+                logger=make_logger(run_dir, "trainer", config.terminal_log_interval_s,
+                                   steps_key="trainer_steps"))
+            state["logged"] = logged
+            start = time.perf_counter()
+            logged.step()
+            common.progress(f"first step of the logging trainer took "
+                            f"{time.perf_counter() - start:.1f} s")
+            variants["trainer_logging"] = counted(logged.step)
+            variants["dataset"] = counted(lambda: next(dataset))
+
+        common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
+                        f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
+        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup)
+        variants.clear()
+    finally:
+        state.clear()
+        gc.collect()  # Frees the datasets' streams while the server is still up.
+        server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    medians = {name: common.median(values) for name, values in rates.items()}
+    bare = medians["bare_step"]
+    rows = [(VARIANTS[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
+             " ".join(common.fmt(value, 0) for value in rates[name]))
+            for name in rates]
+    common.print_table(
+        f"Trainer: steps/s at batch {args.batch_size} on {common.ENV_NAME} (median of "
+        f"{args.repeats} x {args.seconds:g} s; {replay_items:,} items in replay)",
+        ["variant", "steps/s", "ratio to bare", "runs"], rows)
+    trainer_sps, trainer_ratio = medians["trainer"], common.ratio(medians["trainer"], bare)
+    met = bool(trainer_sps and trainer_sps >= 200 and trainer_ratio >= 0.8)
+    print(f"Target: trainer >= 200 steps/s and >= 80% of the bare step: "
+          f"{'met' if met else 'NOT met'} ({common.fmt(trainer_sps)} steps/s, "
+          f"{common.fmt(100 * trainer_ratio if trainer_ratio else None)}%)")
+
+    figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
+    figures["trainer_ratio"] = trainer_ratio
+    if "trainer_logging" in medians:
+        figures["trainer_logging_ratio"] = common.ratio(medians["trainer_logging"], bare)
+    figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}
+    common.emit(args, figures, {
+        "benchmark": "trainer", "env": common.ENV_NAME, "batch_size": args.batch_size,
+        "prioritized_replay": args.prioritized_replay, "replay_items": replay_items,
+        "prefetch_size": config.prefetch_size,
+        "dataset_parallel_calls": config.dataset_parallel_calls, "unit": "trainer steps/s"})
+
+
+if __name__ == "__main__":
+    main()

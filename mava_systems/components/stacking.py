@@ -1,0 +1,43 @@
+"""Agent-keyed data <-> one stacked array per network (agents that share a network side by side).
+
+Executors act on, and replay stores, the stacked form: one forward pass per
+network, and a few wide replay columns instead of a column per agent and field.
+"""
+
+from typing import Any, Dict, List, Mapping
+
+from dm_env import specs
+import numpy as np
+import tree
+
+from mava_systems.specs import agents_by_network
+
+
+def _stack_spec(agent_specs: List[specs.Array]) -> specs.Array:
+    first = agent_specs[0]
+    return specs.Array((len(agent_specs),) + tuple(first.shape), first.dtype, name=first.name)
+
+
+class AgentStacker:
+    """Stacks per-agent values along a new leading axis, one stack per network key."""
+
+    def __init__(self, agent_networks: Mapping[str, str]):
+        self.agents_by_network: Dict[str, List[str]] = agents_by_network(agent_networks)
+
+    def stack(self, per_agent: Mapping[str, Any]) -> Dict[str, Any]:
+        """{agent: nest} -> {network key: nest of arrays with a leading agent axis}."""
+        return {key: tree.map_structure(lambda *values: np.stack(values),
+                                        *[per_agent[agent] for agent in agents])
+                for key, agents in self.agents_by_network.items()}
+
+    def unstack(self, per_network: Mapping[str, Any]) -> Dict[str, Any]:
+        """{network key: array with a leading agent axis} -> {agent: row}."""
+        return {agent: per_network[key][index]
+                for key, agents in self.agents_by_network.items()
+                for index, agent in enumerate(agents)}
+
+    def stack_spec(self, per_agent: Mapping[str, Any]) -> Dict[str, Any]:
+        """The spec of `stack(x)` for x matching the agent-keyed spec `per_agent`."""
+        return {key: tree.map_structure(lambda *agent_specs: _stack_spec(list(agent_specs)),
+                                        *[per_agent[agent] for agent in agents])
+                for key, agents in self.agents_by_network.items()}
