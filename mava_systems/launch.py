@@ -108,8 +108,12 @@ def run(system: Any, launch_type: Optional[str] = None) -> None:
     launch_type = launch_type or FLAGS.lp_launch_type
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
-    os.makedirs(system.run_dir, exist_ok=True)
-    print(f"Run directory: {system.run_dir} (launch type {launch_type})", flush=True)
+    status, changed = system.prepare_run_dir()
+    print(status.summary(system.run_dir), flush=True)
+    if changed:
+        print(f"Changed since the last launch: {', '.join(changed)}", flush=True)
+    print(f"Run directory: {system.run_dir} (launch type {launch_type}); "
+          f"configuration in {os.path.join(system.run_dir, 'run.json')}", flush=True)
     launch(system.build(), launch_type)
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "

@@ -9,7 +9,7 @@ variables round-robin from the caches (or from the trainer when there are none).
 
 import datetime
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import launchpad as lp
 import reverb
@@ -17,6 +17,8 @@ import reverb
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
+from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
+                                                   read_status)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -54,6 +56,26 @@ class DistributedSystem:
     def num_executors(self) -> int:
         """How many executor nodes the program has."""
         return self._num_executors
+
+    # Entries of `description()` a resumed run must share with the saved one.
+    identity_keys = ["system", "environment", "agents", "network_variables"]
+
+    def description(self) -> Dict[str, Any]:
+        """What this run is: saved as <run_dir>/run.json and compared on every launch."""
+        return {"system": self._name, "num_executors": self._num_executors,
+                "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
+
+    def prepare_run_dir(self) -> Tuple[RunStatus, List[str]]:
+        """Checks the run directory can hold this run, saves run.json, and reads where it stands.
+
+        Returns the run's status (fresh, or resumed with its counts) and the
+        description entries that changed since the last launch.
+
+        Raises:
+          ValueError: if the directory holds a run this configuration cannot continue.
+        """
+        changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
+        return read_status(self.run_dir), changed
 
     # Nodes every system shares.
     def counter(self) -> CheckpointedCounter:

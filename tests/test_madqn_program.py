@@ -79,3 +79,27 @@ def test_madqn_learns_the_cooperative_line_world(tmp_path):
     # Random play scores about -3.2 and optimal play -0.24.
     assert last > -1.2, returns
     assert last > first + 1.0, returns
+
+
+def test_rerunning_in_the_same_run_dir_resumes_counts_and_weights(tmp_path):
+    run_dir = str(tmp_path / "run")
+    first = run_example(run_dir, "--max_executor_steps=500")
+    assert "Starting a fresh run" in first
+    first_trainer_steps = int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
+
+    second = run_example(run_dir, "--max_executor_steps=1000", "--learning_rate=0.0005")
+    match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
+                      second)
+    assert match, second[-3000:]
+    assert int(match.group(1)) >= first_trainer_steps > 0
+    assert int(match.group(2)) >= 500
+    assert "Changed since the last launch: config.learning_rate, max_executor_steps" in second
+    reached, limit = stop_count(second)
+    assert limit == 1000 and reached >= 1000
+    # The counter continued: the second part took about 500 steps, not 1000.
+    assert "trainer: restored from checkpoint" in second
+    trainer_rows = read_csv(run_dir, "trainer")
+    assert int(trainer_rows[-1]["trainer_steps"]) > int(match.group(1))
+
+    with pytest.raises(AssertionError, match="cannot continue"):
+        run_example(run_dir, "--max_executor_steps=1000", "--hidden_sizes=32")

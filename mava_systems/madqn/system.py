@@ -1,7 +1,8 @@
 """MADQN: multi-agent deep Q-networks as a distributed Launchpad program."""
 
+import dataclasses
 import functools
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from absl import logging
 from acme.utils import counting
@@ -78,7 +79,21 @@ class MADQN(DistributedSystem):
             self.config, self.environment_spec,
             network_keys(self.environment_spec.agents, self.config.shared_weights),
             network_factory, self.run_dir)
-        self.builder.make_networks()  # Fails here, not in a node, on a bad network.
+        networks = self.builder.make_networks()  # Fails here, not in a node, on a bad network.
+        self._network_variables = {
+            key: [list(variable.shape) for variable in network.variables]
+            for key, network in networks.q_networks.items()}
+
+    def description(self) -> Dict[str, Any]:
+        """The run's environment, agents, network shapes, topology and every config field."""
+        return {
+            **super().description(),
+            "environment": repr(self._environment_factory),
+            "agents": self.environment_spec.agents,
+            "network_variables": self._network_variables,
+            "exploration_schedules": [repr(schedule) for schedule in self.exploration_schedules],
+            **{f"config.{key}": value for key, value in dataclasses.asdict(self.config).items()},
+        }
 
     def replay(self):
         """The replay tables."""

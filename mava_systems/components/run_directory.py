@@ -1,0 +1,91 @@
+"""What a run directory already holds: its saved run description and its latest checkpoints.
+
+A run directory is reused to continue a run. Before anything launches, the
+system's description is compared with the saved `run.json`: a different
+environment, agents or network shapes cannot fit the saved checkpoints, so
+that is an error naming the difference (nothing is overwritten). Changed
+hyper-parameters are allowed and reported.
+"""
+
+import dataclasses
+import json
+import os
+import pickle
+from typing import Any, Dict, List, Mapping, Optional
+
+import tensorflow as tf
+
+RUN_FILE = "run.json"
+
+
+@dataclasses.dataclass
+class RunStatus:
+    """Whether a run starts fresh or continues, and from which counts."""
+
+    resumed: bool
+    trainer_steps: int = 0
+    counts: Dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def summary(self, run_dir: str) -> str:
+        """One line saying what this launch does."""
+        if not self.resumed:
+            return f"Starting a fresh run in {run_dir}"
+        counts = ", ".join(f"{key}={int(value)}" for key, value in sorted(self.counts.items()))
+        return (f"Resuming the run in {run_dir} from trainer step {self.trainer_steps}"
+                + (f" ({counts})" if counts else ""))
+
+
+def _latest(run_dir: str, node: str) -> Optional[str]:
+    return tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints", node))
+
+
+def read_status(run_dir: str) -> RunStatus:
+    """Reads the trainer step and counts of the latest checkpoints, if any."""
+    trainer, counter = _latest(run_dir, "trainer"), _latest(run_dir, "counter")
+    if trainer is None and counter is None:
+        return RunStatus(resumed=False)
+    status = RunStatus(resumed=True)
+    if trainer is not None:
+        reader = tf.train.load_checkpoint(trainer)
+        for name in reader.get_variable_to_shape_map():
+            if name.startswith("num_steps/"):
+                status.trainer_steps = int(reader.get_tensor(name))
+    if counter is not None:
+        reader = tf.train.load_checkpoint(counter)
+        for name in reader.get_variable_to_shape_map():
+            if name.startswith("counter/"):
+                state = pickle.loads(reader.get_tensor(name))
+                status.counts = {key: value for key, value in state["counts"].items()}
+    return status
+
+
+def check_and_save_description(run_dir: str, description: Mapping[str, Any],
+                               must_match: List[str]) -> List[str]:
+    """Saves `description` as run.json, or checks it against the saved one.
+
+    Returns the names of the changed entries that may change between launches.
+
+    Raises:
+      ValueError: if an entry named in `must_match` differs from the saved run.
+    """
+    path = os.path.join(run_dir, RUN_FILE)
+    description = json.loads(json.dumps(description, default=str))  # As it would be read back.
+    if os.path.exists(path):
+        with open(path) as run_file:
+            saved = json.load(run_file)
+        mismatched = [key for key in must_match if saved.get(key) != description.get(key)]
+        if mismatched:
+            details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"
+                                for key in mismatched)
+            raise ValueError(
+                f"{run_dir} holds a run that this configuration cannot continue ({details}). "
+                "Use another --run_dir; the saved run was left untouched.")
+        changed = sorted(key for key in set(saved) | set(description)
+                         if key not in must_match and saved.get(key) != description.get(key))
+    else:
+        changed = []
+    os.makedirs(run_dir, exist_ok=True)
+    with open(path + ".tmp", "w") as run_file:
+        json.dump(description, run_file, indent=2, sort_keys=True)
+    os.replace(path + ".tmp", path)
+    return changed
