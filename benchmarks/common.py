@@ -30,16 +30,19 @@ ENV_NAME = "mpe/simple_spread_v3"
 
 
 def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
-                seconds_help: str = "seconds measured per run", warmup: float = 2.0
+                seconds_help: str = "seconds measured per run", warmup: Optional[float] = 2.0
                 ) -> argparse.ArgumentParser:
-    """The arguments every benchmark takes: --repeats, --seconds, --warmup, --out."""
+    """The arguments every benchmark takes: --repeats, --seconds, --out, and --warmup
+    unless `warmup` is None (benchmarks with no timing loop of their own)."""
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
     parser.add_argument("--repeats", type=int, default=repeats,
                         help=f"runs per figure; the median is reported (default {repeats})")
     parser.add_argument("--seconds", type=float, default=seconds,
                         help=f"{seconds_help} (default {seconds:g})")
-    parser.add_argument("--warmup", type=float, default=warmup,
-                        help=f"seconds run before each timed run and not counted (default {warmup:g})")
+    if warmup is not None:
+        parser.add_argument("--warmup", type=float, default=warmup,
+                            help=f"seconds run before each timed run and not counted "
+                                 f"(default {warmup:g})")
     parser.add_argument("--out", default=os.path.join(RESULTS_DIR, f"{name}.json"),
                         help="where the JSON results go (default benchmarks/results/%(prog)s.json)"
                         .replace("%(prog)s", name))
@@ -50,7 +53,7 @@ def check_args(args: argparse.Namespace) -> argparse.Namespace:
     """Rejects counts and durations that cannot give a result."""
     if args.repeats < 1:
         raise SystemExit(f"--repeats must be at least 1, got {args.repeats}")
-    if args.seconds < 0 or args.warmup < 0:
+    if args.seconds < 0 or getattr(args, "warmup", 0) < 0:
         raise SystemExit("--seconds and --warmup must not be negative")
     return args
 
@@ -183,6 +186,12 @@ def machine_info() -> Dict[str, Any]:
     }
 
 
+def display_path(path: str) -> str:
+    """`path` relative to the repository when it is inside it, else absolute."""
+    path = os.path.abspath(path)
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
 def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]) -> None:
     """Writes `figures` (plus "meta": settings and machine) to `args.out`, then prints it as JSON.
 
@@ -190,13 +199,14 @@ def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]
     """
     result = dict(figures)
     result["meta"] = {**meta, "repeats": args.repeats, "seconds": args.seconds,
-                      "warmup": args.warmup, **machine_info()}
+                      **({"warmup": args.warmup} if hasattr(args, "warmup") else {}),
+                      **machine_info()}
     directory = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(directory, exist_ok=True)
     with open(args.out, "w") as out:
         json.dump(result, out, indent=2)
         out.write("\n")
-    print(f"Results written to {os.path.relpath(args.out)}", flush=True)
+    print(f"Results written to {display_path(args.out)}", flush=True)
     print(json.dumps(result), flush=True)
 
 

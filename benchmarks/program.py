@@ -10,11 +10,16 @@ trainer's CSV log gets its first row (the first trainer step) the program runs
 whatever is left of its process tree afterwards is killed. Reported per
 configuration (medians over repeats):
 
-  executor_sps                    executor steps/s (all executors) between the first trainer step and the stop
+  executor_sps                    executor steps/s (all executors, as the central counter counts
+                                  them) between the first trainer step and the trainer's last
+                                  logged progress before the stop
   trainer_sps                     trainer steps/s over the same window
   peak_rss_mb                     peak of the summed RSS of the launcher and all its descendants
                                   (sampled every 0.5 s, launch to stop)
   seconds_to_first_trainer_step   from launch to the first trainer step's CSV row
+
+The counts come from the trainer's CSV rows, read each time the file grows
+(see TrainerLog), so they do not depend on the program exiting cleanly.
 """
 
 import os
@@ -45,27 +50,58 @@ def config_key(launch_type: str, executors: int) -> str:
     return f"{launch_type}:{executors}"
 
 
-def executor_steps_now(run_dir: str, executors: int) -> int:
-    """The largest executor step count in the trainer's and the executors' latest CSV rows."""
-    nodes = ["trainer"] + [f"executor_{i}" for i in range(executors)]
-    return max(common.count(common.last_row(common.node_csv(run_dir, node)), "executor_steps")
-               for node in nodes)
+class TrainerLog:
+    """Follows the trainer's CSV log: the counts of its latest row each time the file grows.
+
+    The CSV logger writes its first row at the first trainer step and flushes
+    it at once, then flushes every 30 rows, so each growth of the file shows the
+    counts of that moment (to within the polling interval). Rates computed
+    between such moments do not depend on the logs being complete when the
+    program ends (a node that does not stop in time is killed, and its last
+    rows are lost).
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.records: List[Tuple[float, int, int]] = []  # (time, trainer_steps, executor_steps)
+        self._size = 0
+
+    def poll(self, now: float) -> bool:
+        """Records the latest row if the file grew; True on the first row."""
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:
+            return False
+        if size == self._size:
+            return False
+        self._size = size
+        # The first record is trainer step 1, flushed as soon as it was written.
+        row = common.first_row(self.path) if not self.records else common.last_row(self.path)
+        if row is None:
+            return False
+        record = (now, common.count(row, "trainer_steps"), common.count(row, "executor_steps"))
+        if self.records and record[1] == self.records[-1][1]:
+            return False
+        self.records.append(record)
+        return len(self.records) == 1
+
+    def record_at(self, moment: float) -> Tuple[float, int, int]:
+        """The first record at or after `moment` (the last one if none)."""
+        return next((record for record in self.records if record[0] >= moment), self.records[-1])
 
 
 def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
     """One run of the example; its figures."""
+    key = config_key(launch_type, executors)
     run_dir = tempfile.mkdtemp(prefix=f"bench-program-{launch_type}-{executors}-")
     output_path = os.path.join(run_dir, "output.log")
     command = common.example_command(
         os.path.join(run_dir, "run"), launch_type, 0,
         [f"--num_executors={executors}", *args.flag])
-    trainer_csv = common.node_csv(os.path.join(run_dir, "run"), "trainer")
+    log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"))
     launched = time.monotonic()
     process = common.start_example(command, output_path)
     tree = common.ProcessTree(process.pid)
-    first_step_at = None
-    first: Dict[str, int] = {}
-    middle: Dict[str, Any] = {}
     next_rss = launched
     error = None
     try:
@@ -77,60 +113,49 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
             if process.poll() is not None:
                 error = f"the program exited by itself (code {process.returncode})"
                 break
-            if first_step_at is None:
-                row = common.first_row(trainer_csv)
-                if row is not None:
-                    first_step_at = now
-                    first = {"trainer_steps": common.count(row, "trainer_steps"),
-                             "executor_steps": common.count(row, "executor_steps")}
-                    common.progress(f"{config_key(launch_type, executors)}: first trainer step "
-                                    f"{now - launched:.1f} s after launch")
-                elif now - launched > args.startup_timeout:
-                    error = f"no trainer step within {args.startup_timeout:g} s of launch"
-                    break
-            else:
-                if not middle and now >= first_step_at + args.seconds / 2:
-                    row = common.last_row(trainer_csv)
-                    middle = {"at": now, "trainer_steps": common.count(row, "trainer_steps")}
-                if now >= first_step_at + args.seconds:
-                    break
+            if log.poll(now):
+                common.progress(f"{key}: first trainer step {now - launched:.1f} s after launch")
+            if not log.records and now - launched > args.startup_timeout:
+                error = f"no trainer step within {args.startup_timeout:g} s of launch"
+                break
+            if log.records and now >= log.records[0][0] + args.seconds:
+                break
             time.sleep(POLL_INTERVAL_S)
     finally:
         stopped_at = time.monotonic()
         stop = common.stop_example(process, tree, args.stop_timeout)
-    run_dir_run = os.path.join(run_dir, "run")
     result: Dict[str, Any] = {"stop": stop}
     if args.keep_run_dirs:
         result["run_dir"] = run_dir
     try:
+        output = common.tail_of(output_path, 1_000_000)
+        result["user_requested_termination"] = "User-requested termination" in output
+        if stop["returncode"] != 0 or stop["killed_leftovers"]:
+            result["output_tail"] = output[-2000:]
+        if error is None and len(log.records) < 2:
+            error = "the trainer's log did not grow after its first row"
         if error is not None:
             result["error"] = error
-            result["output_tail"] = common.tail_of(output_path)
-            common.progress(f"{config_key(launch_type, executors)}: {error}\n"
-                            f"{result['output_tail']}")
+            result["output_tail"] = output[-2000:]
+            common.progress(f"{key}: {error}\n{result['output_tail']}")
             return result
-        window = stopped_at - first_step_at
-        last = common.last_row(trainer_csv)
-        trainer_end = common.count(last, "trainer_steps")
-        executor_end = executor_steps_now(run_dir_run, executors)
+        (start, trainer_0, executor_0), (end, trainer_1, executor_1) = log.records[0], log.records[-1]
+        window = end - start
         result.update({
-            "seconds_to_first_trainer_step": first_step_at - launched,
-            "executor_sps": (executor_end - first["executor_steps"]) / window,
-            "trainer_sps": (trainer_end - first["trainer_steps"]) / window,
+            "seconds_to_first_trainer_step": start - launched,
+            "executor_sps": (executor_1 - executor_0) / window,
+            "trainer_sps": (trainer_1 - trainer_0) / window,
             "peak_rss_mb": tree.peak_rss_bytes / 2 ** 20,
             "max_processes": tree.max_processes,
             "window_s": window,
-            "executor_steps": [first["executor_steps"], executor_end],
-            "trainer_steps": [first["trainer_steps"], trainer_end],
+            # Since the trainer's last logged progress: large means it had stopped stepping.
+            "trainer_idle_s_at_stop": stopped_at - end,
+            "executor_steps": [executor_0, executor_1],
+            "trainer_steps": [trainer_0, trainer_1],
         })
-        if middle:
-            # The middle count may lag by up to 30 rows (the CSV logger flushes every 30 writes).
-            result["trainer_sps_second_half"] = (
-                (trainer_end - middle["trainer_steps"]) / (stopped_at - middle["at"]))
-        output = common.tail_of(output_path, 100_000)
-        result["user_requested_termination"] = "User-requested termination" in output
-        if stop["returncode"] != 0 or stop["killed_leftovers"]:
-            result["output_tail"] = common.tail_of(output_path)
+        middle = log.record_at(start + args.seconds / 2)
+        if middle[0] < end:
+            result["trainer_sps_second_half"] = (trainer_1 - middle[1]) / (end - middle[0])
         return result
     finally:
         if not args.keep_run_dirs:
@@ -140,7 +165,7 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
 def main() -> None:
     parser = common.make_parser(
         "program", __doc__.split("\n\n")[0], seconds=60.0,
-        seconds_help="seconds each program runs after its first trainer step", warmup=0.0)
+        seconds_help="seconds each program runs after its first trainer step", warmup=None)
     parser.add_argument("--configs", default=DEFAULT_CONFIGS,
                         help=f"comma-separated <launch type>:<executors> (default {DEFAULT_CONFIGS})")
     parser.add_argument("--flag", action="append", default=[],
@@ -154,8 +179,6 @@ def main() -> None:
     parser.add_argument("--keep_run_dirs", action="store_true",
                         help="keep the temporary run directories (logs, output.log)")
     args = common.check_args(parser.parse_args())
-    if args.warmup:
-        raise SystemExit("--warmup does not apply here: the window starts at the first trainer step")
     configs = parse_configs(args.configs)
 
     runs: Dict[str, List[Dict[str, Any]]] = {config_key(*config): [] for config in configs}
@@ -182,19 +205,24 @@ def main() -> None:
         good = [result for result in results if "error" not in result]
         entry = {name: common.median([result[name] for result in good])
                  for name in ("executor_sps", "trainer_sps", "peak_rss_mb",
-                              "seconds_to_first_trainer_step")}
+                              "seconds_to_first_trainer_step", "trainer_idle_s_at_stop")}
+        entry["unclean_stops"] = sum(result["stop"]["returncode"] != 0 for result in results)
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results
         figures[key] = entry
         rows.append((key, common.fmt(entry["executor_sps"]), common.fmt(entry["trainer_sps"]),
                      common.fmt(entry["peak_rss_mb"], 0),
                      common.fmt(entry["seconds_to_first_trainer_step"]),
-                     f"{len(good)}/{len(results)}"))
+                     common.fmt(entry["trainer_idle_s_at_stop"]),
+                     f"{len(good)}/{len(results)}", entry["unclean_stops"]))
     common.print_table(
         f"Whole program: MADQN on {common.ENV_NAME}, {args.seconds:g} s from the first trainer "
         f"step (median of {args.repeats})",
         ["configuration", "executor steps/s", "trainer steps/s", "peak RSS MB",
-         "s to 1st trainer step", "ok runs"], rows)
+         "s to 1st trainer step", "trainer idle at stop s", "ok runs", "unclean stops"], rows)
+    if any(entry["unclean_stops"] for entry in figures.values()):
+        print("unclean stops: runs whose launcher did not exit with code 0 after SIGINT (e.g. "
+              "Launchpad killed nodes that did not stop within 10 s); see runs[].output_tail")
     for key, entry in figures.items():
         if key.endswith(":2") and entry["executor_sps"] is not None:
             ok = entry["executor_sps"] >= 400 and (entry["trainer_sps"] or 0) > 0

@@ -43,9 +43,9 @@ def main() -> None:
         "trainer", __doc__.split("\n\n")[0], seconds=10.0,
         seconds_help="seconds timed per variant and repeat", warmup=2.0)
     parser.add_argument("--batch_size", type=int, default=256)
-    parser.add_argument("--fill_steps", type=int, default=10_000,
+    parser.add_argument("--fill_steps", type=int, default=5_000,
                         help="joint environment steps written to replay before timing "
-                             "(default 10000)")
+                             "(default 5000)")
     parser.add_argument("--prioritized_replay", action="store_true",
                         help="prioritised replay: trainer.step() also sends priority updates")
     parser.add_argument("--no_diagnostics", action="store_true",
