@@ -55,7 +55,7 @@ class MADQNExecutor:
         self._adder = adder
         self._variable_client = variable_client
         self._generator = tf.random.Generator.from_seed(seed)
-        self._policy = tf.function(self._batched_policy)
+        self._policy: Optional[Callable[..., Dict[str, tf.Tensor]]] = None  # Compiled on first use.
         # The last observation dict seen and its stacked form: observe() stacks the
         # next observation and select_actions() reuses it on the following step.
         self._stacked_observation: Tuple[Any, Dict[str, Any]] = (None, {})
@@ -74,7 +74,14 @@ class MADQNExecutor:
 
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action."""
-        actions = self._policy(self._stack_observation(observations), np.float32(self.epsilon))
+        stacked = self._stack_observation(observations)
+        if self._policy is None:
+            # A fixed input signature: TF skips re-checking the numpy inputs on every call.
+            signature = tf.nest.map_structure(
+                lambda array: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype)), stacked)
+            self._policy = tf.function(self._batched_policy, input_signature=[
+                signature, tf.TensorSpec([], tf.float32)])
+        actions = self._policy(stacked, np.float32(self.epsilon))
         return self._stacker.unstack({key: value.numpy() for key, value in actions.items()})
 
     def observe_first(self, timestep: dm_env.TimeStep) -> None:
