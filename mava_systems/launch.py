@@ -24,7 +24,11 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000) -> 
     flags.DEFINE_integer("max_executor_steps", default_max_executor_steps,
                          "Stop after this many executor environment steps (0: never).")
     flags.DEFINE_string("run_dir", None,
-                        "Where logs and checkpoints go (default: runs/<system>-<time>).")
+                        "Where logs and checkpoints go (default: runs/<system>-<time>). "
+                        "An existing run there is continued.")
+    flags.DEFINE_boolean("start_fresh", False,
+                         "Start a new run even if --run_dir holds one (the old one is moved "
+                         "to <run_dir>.old-<n>, not deleted).")
 
 
 def define_config_flags(config_class: Type[Any]) -> None:
@@ -103,12 +107,14 @@ def launch(program: lp.Program, launch_type: str) -> None:
         worker_manager.wait()
 
 
-def run(system: Any, launch_type: Optional[str] = None) -> None:
-    """Builds and launches `system`, saying where its logs and checkpoints go."""
+def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None) -> None:
+    """Builds and launches `system`, saying whether it resumes and where its output goes."""
     launch_type = launch_type or FLAGS.lp_launch_type
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
-    status, changed = system.prepare_run_dir()
+    if start_fresh is None:
+        start_fresh = FLAGS.start_fresh
+    status, changed = system.prepare_run_dir(start_fresh)
     print(status.summary(system.run_dir), flush=True)
     if changed:
         print(f"Changed since the last launch: {', '.join(changed)}", flush=True)

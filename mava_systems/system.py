@@ -11,6 +11,7 @@ import datetime
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from absl import logging
 import launchpad as lp
 import reverb
 
@@ -18,7 +19,7 @@ from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   read_status)
+                                                   move_aside, read_status)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -65,15 +66,21 @@ class DistributedSystem:
         return {"system": self._name, "num_executors": self._num_executors,
                 "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
 
-    def prepare_run_dir(self) -> Tuple[RunStatus, List[str]]:
+    def prepare_run_dir(self, start_fresh: bool = False) -> Tuple[RunStatus, List[str]]:
         """Checks the run directory can hold this run, saves run.json, and reads where it stands.
 
-        Returns the run's status (fresh, or resumed with its counts) and the
-        description entries that changed since the last launch.
+        With `start_fresh`, an existing run in the directory is first moved
+        aside to `<run_dir>.old-<n>` (never deleted). Returns the run's status
+        (fresh, or resumed with its counts) and the description entries that
+        changed since the last launch.
 
         Raises:
           ValueError: if the directory holds a run this configuration cannot continue.
         """
+        if start_fresh:
+            moved_to = move_aside(self.run_dir)
+            if moved_to:
+                logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
         changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
         return read_status(self.run_dir), changed
 

@@ -103,3 +103,9 @@ def test_rerunning_in_the_same_run_dir_resumes_counts_and_weights(tmp_path):
 
     with pytest.raises(AssertionError, match="cannot continue"):
         run_example(run_dir, "--max_executor_steps=1000", "--hidden_sizes=32")
+
+    fresh = run_example(run_dir, "--max_executor_steps=300", "--hidden_sizes=32", "--start_fresh")
+    assert "Starting a fresh run" in fresh
+    old = run_dir + ".old-1"
+    assert glob.glob(os.path.join(old, "checkpoints", "trainer", "ckpt-*.index"))
+    assert int(read_csv(old, "trainer")[-1]["trainer_steps"]) == int(trainer_rows[-1]["trainer_steps"])

@@ -10,7 +10,7 @@ import tensorflow as tf
 from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.run_directory import (RUN_FILE, check_and_save_description,
-                                                   read_status)
+                                                   move_aside, read_status)
 
 IDENTITY = ["environment", "agents"]
 
@@ -61,3 +61,17 @@ def test_status_reads_trainer_step_and_counts_from_checkpoints(tmp_path):
     assert "from trainer step 56" in status.summary(run_dir)
     assert "executor_steps=1234" in status.summary(run_dir)
     assert os.path.isdir(os.path.join(run_dir, "checkpoints", "counter"))
+
+
+def test_move_aside_keeps_the_old_run_under_a_new_name(tmp_path):
+    run_dir = tmp_path / "run"
+    assert move_aside(str(run_dir)) is None  # Nothing there: nothing to move.
+    run_dir.mkdir()
+    (run_dir / RUN_FILE).write_text("{}")
+    assert move_aside(str(run_dir)) == f"{run_dir}.old-1"
+    run_dir.mkdir()
+    (run_dir / RUN_FILE).write_text("[]")
+    assert move_aside(str(run_dir)) == f"{run_dir}.old-2"
+    assert (tmp_path / "run.old-1" / RUN_FILE).read_text() == "{}"
+    assert (tmp_path / "run.old-2" / RUN_FILE).read_text() == "[]"
+    assert not run_dir.exists()

@@ -35,6 +35,17 @@ class RunStatus:
                 + (f" ({counts})" if counts else ""))
 
 
+def move_aside(run_dir: str) -> Optional[str]:
+    """Renames a non-empty run directory to `<run_dir>.old-<n>` and returns the new name."""
+    if not os.path.isdir(run_dir) or not os.listdir(run_dir):
+        return None
+    index = 1
+    while os.path.exists(f"{run_dir}.old-{index}"):
+        index += 1
+    os.rename(run_dir, f"{run_dir}.old-{index}")
+    return f"{run_dir}.old-{index}"
+
+
 def _latest(run_dir: str, node: str) -> Optional[str]:
     return tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints", node))
 
