@@ -75,3 +75,13 @@ def test_move_aside_keeps_the_old_run_under_a_new_name(tmp_path):
     assert (tmp_path / "run.old-1" / RUN_FILE).read_text() == "{}"
     assert (tmp_path / "run.old-2" / RUN_FILE).read_text() == "[]"
     assert not run_dir.exists()
+
+
+def test_evaluate_refuses_a_directory_without_a_run(tmp_path):
+    from mava_systems import evaluate  # pylint: disable=import-outside-toplevel
+    with pytest.raises(ValueError, match="not a run directory"):
+        evaluate.evaluate(str(tmp_path), episodes=5)
+    (tmp_path / RUN_FILE).write_text(json.dumps({"system": "madqn",
+                                                 "environment_name": "debug/line_world_v0"}))
+    with pytest.raises(ValueError, match="no trainer checkpoint"):
+        evaluate.evaluate(str(tmp_path), episodes=5)

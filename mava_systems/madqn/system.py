@@ -84,11 +84,18 @@ class MADQN(DistributedSystem):
             key: [list(variable.shape) for variable in network.variables]
             for key, network in networks.q_networks.items()}
 
+    @property
+    def environment_factory(self) -> Any:
+        """The factory every node makes its environment with."""
+        return self._environment_factory
+
     def description(self) -> Dict[str, Any]:
         """The run's environment, agents, network shapes, topology and every config field."""
         return {
             **super().description(),
             "environment": repr(self._environment_factory),
+            "environment_name": getattr(self._environment_factory, "name", None),
+            "environment_kwargs": getattr(self._environment_factory, "env_kwargs", None),
             "agents": self.environment_spec.agents,
             "network_variables": self._network_variables,
             "exploration_schedules": [repr(schedule) for schedule in self.exploration_schedules],

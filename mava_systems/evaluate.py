@@ -1,0 +1,103 @@
+"""Evaluates a run's latest trainer checkpoint greedily, without a trainer, replay or program.
+
+    python -m mava_systems.evaluate --run_dir=runs/spread --episodes=100 --seed=0
+
+Prints the mean return over the episodes with a 95% confidence interval, and
+as its last line a JSON object with the figures.
+"""
+
+import dataclasses
+import json
+import os
+import threading
+from typing import Any, Dict, Sequence
+
+from absl import app, flags
+from acme.utils import counting
+import numpy as np
+import scipy.stats
+import tensorflow as tf
+
+from mava_systems import madqn
+from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.components.run_directory import RUN_FILE
+import wrappers
+
+SYSTEMS = {"madqn": (madqn.MADQN, madqn.MADQNConfig)}
+
+
+def load_system(run_dir: str) -> Any:
+    """Rebuilds the system a run directory describes (its run.json)."""
+    path = os.path.join(run_dir, RUN_FILE)
+    if not os.path.exists(path):
+        raise ValueError(f"{run_dir} has no {RUN_FILE}: not a run directory")
+    with open(path) as run_file:
+        description = json.load(run_file)
+    if description.get("system") not in SYSTEMS:
+        raise ValueError(f"{path}: unknown system {description.get('system')!r}; "
+                         f"known: {sorted(SYSTEMS)}")
+    if not description.get("environment_name"):
+        raise ValueError(f"{path} does not name a registered environment")
+    system_class, config_class = SYSTEMS[description["system"]]
+    config_values = {}
+    for field in dataclasses.fields(config_class):
+        value = description.get(f"config.{field.name}", field.default)
+        config_values[field.name] = tuple(value) if isinstance(field.default, tuple) else value
+    factory = wrappers.make_environment_factory(description["environment_name"],
+                                                **(description.get("environment_kwargs") or {}))
+    return system_class(factory, config=config_class(**config_values), run_dir=run_dir)
+
+
+def restore_networks(system: Any) -> Any:
+    """The system's online networks, restored from the latest trainer checkpoint."""
+    directory = os.path.join(system.run_dir, "checkpoints", "trainer")
+    latest = tf.train.latest_checkpoint(directory)
+    if latest is None:
+        raise ValueError(f"no trainer checkpoint in {directory}")
+    networks = system.builder.make_networks()
+    checkpoint = tf.train.Checkpoint(
+        **{f"q_network/{key}": network for key, network in networks.q_networks.items()})
+    try:
+        checkpoint.restore(latest).assert_existing_objects_matched().expect_partial()
+    except (tf.errors.OpError, AssertionError, ValueError) as error:
+        raise ValueError(f"cannot restore the networks from {latest}: {error}") from error
+    return networks, latest
+
+
+def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
+    """Greedy returns of the latest checkpoint over `episodes` episodes, with a 95% interval."""
+    if episodes < 2:
+        raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
+    system = load_system(run_dir)
+    networks, checkpoint = restore_networks(system)
+    executor = system.builder.make_executor(networks, ConstantEpsilon(0.0), seed=seed)
+    environment = system.environment_factory(evaluation=True, seed=seed)
+    loop = EnvironmentLoop(environment, executor, counting.Counter(), stop_event=threading.Event())
+    returns = np.array([loop.run_episode()["episode_return"] for _ in range(episodes)])
+    mean = float(returns.mean())
+    half_width = float(scipy.stats.t.ppf(0.975, episodes - 1) * returns.std(ddof=1)
+                       / np.sqrt(episodes))
+    return {"checkpoint": checkpoint, "episodes": episodes, "seed": seed, "mean_return": mean,
+            "ci95_low": mean - half_width, "ci95_high": mean + half_width,
+            "std_return": float(returns.std(ddof=1))}
+
+
+flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
+flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
+flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
+
+
+def main(argv: Sequence[str]) -> None:
+    del argv
+    if not flags.FLAGS.run_dir:
+        raise app.UsageError("--run_dir is required")
+    result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed)
+    print(f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
+          f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
+          f"{result['ci95_high']:.3f})")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    app.run(main)
