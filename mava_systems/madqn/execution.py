@@ -9,7 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.components.stacking import AgentStacker
-from mava_systems.madqn.networks import MADQNNetworks, observation_to_input
+from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
+                                         observation_to_input)
 from wrappers import OLT
 
 ExplorationSchedule = Callable[[int], float]
@@ -22,10 +23,8 @@ def epsilon_greedy(q_values: tf.Tensor, legal_actions: tf.Tensor, epsilon: tf.Te
     Rows with no legal action (an agent that is not to move, or has left) treat
     every action as legal.
     """
-    legal = legal_actions > 0
-    legal = tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
-    masked_q = tf.where(legal, q_values, q_values.dtype.min)
-    greedy = tf.argmax(masked_q, axis=-1, output_type=tf.int32)
+    legal = legal_action_mask(legal_actions)
+    greedy = tf.argmax(mask_illegal(q_values, legal_actions), axis=-1, output_type=tf.int32)
     # Uniform over legal actions: random scores, illegal ones pushed below every legal one.
     scores = tf.where(legal, generator.uniform(tf.shape(q_values)), -1.0)
     random = tf.argmax(scores, axis=-1, output_type=tf.int32)

@@ -89,6 +89,17 @@ def _build(network_factory: QNetworkFactory, observation_spec: specs.Array,
     return network
 
 
+def legal_action_mask(legal_actions: tf.Tensor) -> tf.Tensor:
+    """Boolean mask of legal actions; a row with none legal (an agent not to move, or gone) allows all."""
+    legal = legal_actions > 0
+    return tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
+
+
+def mask_illegal(q_values: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
+    """Q-values with illegal actions pushed below every legal one (see `legal_action_mask`)."""
+    return tf.where(legal_action_mask(legal_actions), q_values, q_values.dtype.min)
+
+
 def observation_to_input(observation: tf.Tensor) -> tf.Tensor:
     """Casts an observation batch to the float32 a network expects."""
     return tf.cast(observation, tf.float32)

@@ -14,20 +14,14 @@ import trfl
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
                                                program_stop_event)
-from mava_systems.madqn.networks import MADQNNetworks, observation_to_input, variables_as_numpy
+from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
+                                         variables_as_numpy)
 
 
 def _merge_agents(stacked: tf.Tensor) -> tf.Tensor:
     """[B, A, ...] -> [B * A, ...]."""
     shape = tf.shape(stacked)
     return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
-
-
-def mask_illegal(q_values: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
-    """Pushes illegal actions' values below every legal one; rows with none legal are kept."""
-    legal = legal_actions > 0
-    legal = tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
-    return tf.where(legal, q_values, q_values.dtype.min)
 
 
 class MADQNTrainer:
