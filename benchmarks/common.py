@@ -224,6 +224,26 @@ def prepare_in_process() -> None:
 # --------------------------------------------------------------------------- the example as a subprocess
 
 
+def local_madqn(label: str, **config_kwargs: Any) -> Any:
+    """A MADQN system on ENV_NAME (no rate limit) with its own in-process Reverb server.
+
+    Returns (system, server, client); the system's run_dir is a fresh temporary directory.
+    """
+    import tempfile  # pylint: disable=import-outside-toplevel
+
+    import reverb  # pylint: disable=import-outside-toplevel
+
+    from mava_systems import madqn  # pylint: disable=import-outside-toplevel
+    import wrappers  # pylint: disable=import-outside-toplevel
+
+    # No rate limit: the benchmarks drive inserts and samples themselves.
+    config = madqn.MADQNConfig(samples_per_insert=None, **config_kwargs)
+    system = madqn.MADQN(wrappers.make_environment_factory(ENV_NAME), config=config,
+                         run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-"))
+    server = reverb.Server(system.replay())
+    return system, server, reverb.Client(f"localhost:{server.port}")
+
+
 def example_command(run_dir: str, launch_type: str, max_executor_steps: int,
                     flags: Sequence[str] = ()) -> List[str]:
     """The command running examples/mpe/run_madqn.py on simple_spread_v3."""

@@ -16,7 +16,6 @@ Each is reported as a ratio of bare_env.
 
 import gc
 import shutil
-import tempfile
 from typing import Any, Callable, Dict
 
 from benchmarks import common
@@ -118,24 +117,16 @@ def main() -> None:
     args = common.check_args(parser.parse_args())
     common.prepare_in_process()
 
-    import reverb
-
     from acme.utils import counting
 
-    from mava_systems import madqn
     from mava_systems.components.environment_loop import EnvironmentLoop
     from mava_systems.components.exploration import ConstantEpsilon
     from mava_systems.components.logging import make_logger
-    import wrappers
 
-    factory = wrappers.make_environment_factory(common.ENV_NAME)
-    run_dir = tempfile.mkdtemp(prefix="bench-executor-")
-    # No rate limit: nothing samples here, so a samples-per-insert limiter would block inserts.
-    config = madqn.MADQNConfig(samples_per_insert=None, seed=args.seed)
-    system = madqn.MADQN(factory, config=config, run_dir=run_dir)
-    builder = system.builder
-    server = reverb.Server(system.replay())
-    client = reverb.Client(f"localhost:{server.port}")
+    # Nothing samples here, so a samples-per-insert limiter would block inserts: none is set.
+    system, server, client = common.local_madqn("executor", seed=args.seed)
+    factory, run_dir, config, builder = (system.environment_factory, system.run_dir,
+                                         system.config, system.builder)
 
     def make_executor_loop(with_replay: bool, with_logging: bool = False) -> Callable[[], int]:
         executor = builder.make_executor(

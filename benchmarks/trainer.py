@@ -15,7 +15,6 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
 
 import gc
 import shutil
-import tempfile
 import time
 from typing import Any, Callable, Dict
 
@@ -54,23 +53,16 @@ def main() -> None:
     args = common.check_args(parser.parse_args())
     common.prepare_in_process()
 
-    import reverb
-
-    from mava_systems import madqn
     from mava_systems.components.environment_loop import EnvironmentLoop
     from mava_systems.components.exploration import ConstantEpsilon
     from mava_systems.components.logging import make_logger
     from mava_systems.madqn.builder import REPLAY_TABLE
-    import wrappers
 
-    factory = wrappers.make_environment_factory(common.ENV_NAME)
-    run_dir = tempfile.mkdtemp(prefix="bench-trainer-")
-    config = madqn.MADQNConfig(batch_size=args.batch_size, samples_per_insert=None,
-                               prioritized_replay=args.prioritized_replay, seed=args.seed)
-    system = madqn.MADQN(factory, config=config, run_dir=run_dir)
-    builder = system.builder
-    server = reverb.Server(system.replay())
-    client = reverb.Client(f"localhost:{server.port}")
+    system, server, client = common.local_madqn(
+        "trainer", batch_size=args.batch_size, prioritized_replay=args.prioritized_replay,
+        seed=args.seed)
+    factory, run_dir, config, builder = (system.environment_factory, system.run_dir,
+                                         system.config, system.builder)
     state: Dict[str, Any] = {}
     try:
         # Fill replay with a random executor.
