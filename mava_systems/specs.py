@@ -32,15 +32,6 @@ class MAEnvironmentSpec:
             extras=dict(environment.extras_spec()),
         )
 
-    def as_acme_spec(self) -> acme_specs.EnvironmentSpec:
-        """The same specs as one Acme `EnvironmentSpec` of dicts keyed by agent."""
-        return acme_specs.EnvironmentSpec(
-            observations=self.observations,
-            actions=self.actions,
-            rewards=self.rewards,
-            discounts=self.discounts,
-        )
-
     def stacked(self, stacker: "Any") -> acme_specs.EnvironmentSpec:
         """The Acme spec of this environment's data stacked per network by `stacker`."""
         return acme_specs.EnvironmentSpec(
@@ -49,10 +40,6 @@ class MAEnvironmentSpec:
             rewards=stacker.stack_spec(self.rewards),
             discounts=stacker.stack_spec(self.discounts),
         )
-
-    def is_discrete(self) -> bool:
-        """Whether every agent acts from a discrete set of actions."""
-        return all(isinstance(spec, specs.DiscreteArray) for spec in self.actions.values())
 
 
 def agent_type(agent: str) -> str:
