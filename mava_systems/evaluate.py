@@ -19,6 +19,7 @@ import scipy.stats
 import tensorflow as tf
 
 from mava_systems import madqn
+from mava_systems.components.checkpointing import latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.run_directory import RUN_FILE
@@ -52,7 +53,7 @@ def load_system(run_dir: str) -> Any:
 def restore_networks(system: Any) -> Any:
     """The system's online networks, restored from the latest trainer checkpoint."""
     directory = os.path.join(system.run_dir, "checkpoints", "trainer")
-    latest = tf.train.latest_checkpoint(directory)
+    latest = latest_readable_checkpoint(directory)  # Skips damaged ones, with a warning.
     if latest is None:
         raise ValueError(f"no trainer checkpoint in {directory}")
     networks = system.builder.make_networks()

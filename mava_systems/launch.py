@@ -4,6 +4,7 @@ import dataclasses
 import faulthandler
 import os
 import signal
+import sys
 import typing
 from typing import Any, Callable, Optional, Sequence, Type, TypeVar
 
@@ -88,11 +89,15 @@ def example_main(system_class: Type[Any], config_class: Type[Any],
     def main(argv: Sequence[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-        system = system_class(
-            environment_factory=wrappers.make_environment_factory(FLAGS.env),
-            config=config_from_flags(config_class),
-            **topology_from_flags())
-        run(system)
+        try:
+            system = system_class(
+                environment_factory=wrappers.make_environment_factory(FLAGS.env),
+                config=config_from_flags(config_class),
+                **topology_from_flags())
+            prepare(system)
+        except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
+            sys.exit(f"error: {error}")
+        launch_and_wait(system)
 
     return main
 
@@ -107,20 +112,36 @@ def launch(program: lp.Program, launch_type: str) -> None:
         worker_manager.wait()
 
 
-def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None) -> None:
-    """Builds and launches `system`, saying whether it resumes and where its output goes."""
-    launch_type = launch_type or FLAGS.lp_launch_type
-    # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
-    faulthandler.register(signal.SIGUSR2, all_threads=True)
+def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:
+    """Checks and prepares the run directory, and says whether the run starts fresh or resumes.
+
+    Raises:
+      ValueError: if the run directory holds a run this system cannot continue,
+        or checkpoints that cannot be read.
+    """
     if start_fresh is None:
         start_fresh = FLAGS.start_fresh
     status, changed = system.prepare_run_dir(start_fresh)
     print(status.summary(system.run_dir), flush=True)
     if changed:
         print(f"Changed since the last launch: {', '.join(changed)}", flush=True)
+    return status
+
+
+def launch_and_wait(system: Any, launch_type: Optional[str] = None) -> None:
+    """Builds and launches a prepared `system` and waits for it, saying where its output goes."""
+    launch_type = launch_type or FLAGS.lp_launch_type
+    # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     print(f"Run directory: {system.run_dir} (launch type {launch_type}); "
           f"configuration in {os.path.join(system.run_dir, 'run.json')}", flush=True)
     launch(system.build(), launch_type)
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)
+
+
+def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None) -> None:
+    """Prepares the run directory of `system`, then launches it and waits for it to finish."""
+    prepare(system, start_fresh)
+    launch_and_wait(system, launch_type)

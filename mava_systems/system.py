@@ -18,8 +18,10 @@ import reverb
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
+from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   move_aside, read_status)
+                                                   drop_partial_log_rows, move_aside,
+                                                   read_status)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -82,7 +84,10 @@ class DistributedSystem:
             if moved_to:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
         changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
-        return read_status(self.run_dir), changed
+        status = read_status(self.run_dir)
+        for path in drop_partial_log_rows(self.run_dir):
+            logging.warning("Dropped the unfinished last row of %s (the run was killed)", path)
+        return status, changed
 
     # Nodes every system shares.
     def counter(self) -> CheckpointedCounter:
@@ -98,6 +103,10 @@ class DistributedSystem:
     def replay(self) -> List[reverb.Table]:
         """The replay tables."""
         raise NotImplementedError
+
+    def replay_node(self) -> lp.ReverbNode:
+        """The replay server node: tables from `replay()`, checkpointed with the run."""
+        return ReplayNode(self.replay, self.run_dir)
 
     def trainer(self, replay: reverb.Client, counter: Any) -> Any:
         """The trainer node's object (a variable source)."""
@@ -116,7 +125,7 @@ class DistributedSystem:
         """The Launchpad program of this system."""
         program = lp.Program(name=name or self._name)
         with program.group("replay"):
-            replay = program.add_node(lp.ReverbNode(self.replay))
+            replay = program.add_node(self.replay_node())
         with program.group("counter"):
             counter = program.add_node(lp.CourierNode(self.counter))
         if self._max_executor_steps:

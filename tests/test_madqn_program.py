@@ -10,10 +10,16 @@ import glob
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
+
+from mava_systems.components.run_directory import read_status
+from mava_systems.madqn.builder import REPLAY_TABLE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
@@ -121,8 +127,124 @@ def test_rerunning_in_the_same_run_dir_resumes_counts_and_weights(tmp_path):
     with pytest.raises(AssertionError, match="cannot continue"):
         run_example(run_dir, "--max_executor_steps=1000", "--hidden_sizes=32")
 
+    # A damaged latest trainer checkpoint: the run resumes from the one before, saying so.
+    trainer_checkpoints = os.path.join(run_dir, "checkpoints", "trainer")
+    saved = sorted(glob.glob(os.path.join(trainer_checkpoints, "ckpt-*.data-*")))
+    assert len(saved) == 2
+    truncate(saved[-1])
+    fallback = run_example(run_dir, "--max_executor_steps=1100")
+    assert f"skipping checkpoint {saved[-1].split('.data')[0]} cannot be read" in fallback
+    assert f"from trainer step {int(match.group(1))} " in fallback  # The first part's last save.
+
+    # No readable trainer checkpoint at all: a one-line error naming the files, no stack trace.
+    for data_file in glob.glob(os.path.join(trainer_checkpoints, "ckpt-*.data-*")):
+        truncate(data_file)
+    with pytest.raises(AssertionError) as failure:
+        run_example(run_dir, "--max_executor_steps=1200")
+    assert re.search(r"error: no checkpoint in \S+trainer can be restored: checkpoint \S+ckpt-",
+                     str(failure.value)), str(failure.value)
+    assert "Traceback" not in str(failure.value)
+    last_trainer_steps = int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
+
     fresh = run_example(run_dir, "--max_executor_steps=300", "--hidden_sizes=32", "--start_fresh")
     assert "Starting a fresh run" in fresh
     old = run_dir + ".old-1"
     assert glob.glob(os.path.join(old, "checkpoints", "trainer", "ckpt-*.index"))
-    assert int(read_csv(old, "trainer")[-1]["trainer_steps"]) == int(trainer_rows[-1]["trainer_steps"])
+    assert int(read_csv(old, "trainer")[-1]["trainer_steps"]) == last_trainer_steps
+
+
+def truncate(path):
+    """Cuts a file to half its size, as a crash or a full disk might."""
+    with open(path, "rb+") as damaged:
+        damaged.truncate(os.path.getsize(path) // 2)
+
+
+def example_command(run_dir, *flags, launch_type="local_mt"):
+    """The command line `run_example` runs."""
+    return [sys.executable, os.path.join(ROOT, "examples", "mpe", "run_madqn.py"),
+            f"--lp_launch_type={launch_type}", f"--run_dir={run_dir}", *SMALL_CONFIG, *flags]
+
+
+def read_saves(run_dir):
+    """The checkpoint save log: one dict per save, oldest first."""
+    path = os.path.join(run_dir, "checkpoints", "saves.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as saves_file:
+        return [json.loads(line) for line in saves_file if line.endswith("\n")]
+
+
+def saved_replay_size(run_dir, replay_checkpoint):
+    """How many items a replay checkpoint holds, read by a separate Reverb server."""
+    import reverb  # pylint: disable=g-import-not-at-top
+    from mava_systems import madqn  # pylint: disable=g-import-not-at-top
+    import wrappers  # pylint: disable=g-import-not-at-top
+    copy = os.path.join(os.path.dirname(run_dir), "replay_copy")
+    shutil.copytree(replay_checkpoint, os.path.join(copy, os.path.basename(replay_checkpoint)))
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=madqn.MADQNConfig(min_replay_size=100, batch_size=32, n_step=3),
+                         run_dir=os.path.join(os.path.dirname(run_dir), "unused"))
+    server = reverb.Server(system.builder.make_replay_tables(),
+                           checkpointer=reverb.checkpointers.DefaultCheckpointer(copy))
+    try:
+        return {name: info.current_size
+                for name, info in server.localhost_client().server_info().items()}
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
+def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, launch_type):
+    run_dir = str(tmp_path / "run")
+    flags = ["--max_executor_steps=4000", "--checkpoint_interval_s=2", "--num_executors=2"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
+    with open(tmp_path / "first.log", "w") as log:
+        process = subprocess.Popen(example_command(run_dir, *flags, launch_type=launch_type),
+                                   cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        # Kill the whole process group once 1,200 steps and two periodic trainer checkpoints
+        # with replay were saved.
+        deadline = time.time() + 240
+        while (sum(1 for save in read_saves(run_dir)
+                   if save["node"] == "trainer" and save.get("replay_checkpoint")) < 2
+               or read_status(run_dir).counts.get("executor_steps", 0) < 1200):
+            assert process.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
+            assert time.time() < deadline, "no periodic checkpoints were written"
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    first_output = (tmp_path / "first.log").read_text()
+    assert "Coordinator: executor_steps" not in first_output, "the run ended before the kill"
+    executed_before_kill = max(int(row["executor_steps"]) for executor_id in (0, 1)
+                               for row in read_csv(run_dir, f"executor_{executor_id}"))
+    trainer_rows_before = len(read_csv(run_dir, "trainer"))
+    executor_rows_before = [len(read_csv(run_dir, f"executor_{i}")) for i in (0, 1)]
+
+    status = read_status(run_dir)
+    assert status.resumed and status.trainer_steps > 0
+    saved_sizes = saved_replay_size(run_dir, status.replay_checkpoint)
+    assert saved_sizes[REPLAY_TABLE] >= 100
+
+    second = run_example(run_dir, *flags, launch_type=launch_type)
+    assert f"from trainer step {status.trainer_steps} " in second, second[:2000]
+    assert f"executor_steps={int(status.counts['executor_steps'])}" in second
+    with open(os.path.join(run_dir, "checkpoints", "replay_restore.json")) as restore_file:
+        restored = json.load(restore_file)
+    assert restored["checkpoint"] == status.replay_checkpoint
+    assert restored["items"] == saved_sizes  # Replay came back exactly as saved.
+
+    resumed_rows = read_csv(run_dir, "trainer")[trainer_rows_before:]
+    assert int(resumed_rows[0]["trainer_steps"]) == status.trainer_steps + 1
+    reached, limit = stop_count(second)
+    assert limit == 4000 and reached >= 4000
+    # The second part ran only the steps the first had not saved (plus the stop's overshoot).
+    saved_steps = int(status.counts["executor_steps"])
+    second_part_steps = sum(int(row["episode_length"]) for i in (0, 1)
+                            for row in read_csv(run_dir, f"executor_{i}")[executor_rows_before[i]:])
+    assert saved_steps >= 1200
+    assert 4000 - saved_steps <= second_part_steps <= 4000 - saved_steps + 300
+    print(f"{launch_type}: executor steps lost to the kill: "
+          f"{executed_before_kill - int(status.counts['executor_steps'])} "
+          f"(logged {executed_before_kill}, saved {int(status.counts['executor_steps'])})")

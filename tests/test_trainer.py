@@ -8,6 +8,7 @@ import gc
 import os
 from typing import Any, Dict, List
 
+from acme.utils import counting
 import numpy as np
 import pytest
 import reverb
@@ -79,7 +80,7 @@ def ctx(tmp_path_factory):
     dataset = RecordingIterator(builder.make_dataset_iterator(client))
     recording_client = RecordingClient(client)
     trainer = builder.make_trainer(networks, dataset, replay_client=recording_client,
-                                   checkpoint=True)
+                                   counter=counting.Counter(prefix="trainer"), checkpoint=True)
     state = {"system": system, "server": server, "client": client,
              "recording_client": recording_client, "networks": networks, "dataset": dataset,
              "trainer": trainer, "config": config}
@@ -130,7 +131,7 @@ def test_steps_increase_num_steps(ctx):
     assert trainer.num_steps == before + 1
     for key in (f"loss/{NETWORK}", f"q_value/{NETWORK}", f"gradient_norm/{NETWORK}"):
         assert np.isfinite(result[key]), key
-    assert result["steps"] == before + 1  # The trainer's counter counts its steps.
+    assert result["trainer_steps"] == before + 1  # The trainer's counter counts its steps.
     trainer.step()
     trainer.step()
     assert trainer.num_steps == before + 3

@@ -1,15 +1,97 @@
-"""Periodic checkpoints of one node's state under <run_dir>/checkpoints/<node>/."""
+"""Periodic, atomic checkpoints of one node's state under <run_dir>/checkpoints/<node>/.
 
+TensorFlow writes a checkpoint's data files before it records the checkpoint in
+the directory's index (`checkpoint`), with an atomic rename: a process killed
+while saving leaves the index naming the previous checkpoint. Restoring checks
+each indexed checkpoint from the newest down and falls back, with a warning,
+past any that cannot be read (truncated or corrupted files).
+"""
+
+import json
 import os
-from typing import Any, Mapping, Optional
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from absl import logging
+from acme import core
 from acme.tf import savers
 import tensorflow as tf
 
+SAVES_LOG = "saves.jsonl"
+
+
+class CheckpointError(ValueError):
+    """No checkpoint of a node in the run directory can be restored."""
+
+
+def indexed_checkpoints(directory: str) -> List[str]:
+    """The checkpoints the directory's index lists, newest first."""
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return []
+    paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+    paths = [path if os.path.isabs(path) else os.path.join(directory, path) for path in paths]
+    return list(reversed(paths))
+
+
+def read_checkpoint(path: str) -> Dict[str, Any]:
+    """Every tensor of a checkpoint by name; reading them all checks every file's checksums.
+
+    Raises:
+      CheckpointError: naming the checkpoint, if any of its files is missing or corrupted.
+    """
+    try:
+        reader = tf.train.load_checkpoint(path)
+        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    except Exception as error:  # pylint: disable=broad-except
+        # Damaged files surface as OpError, IndexError, ValueError and more, by where they break.
+        raise CheckpointError(f"checkpoint {path} cannot be read: "
+                              f"{_first_line(error)}") from error
+
+
+def latest_readable_checkpoint(directory: str) -> Optional[str]:
+    """The newest indexed checkpoint whose files can all be read (warning about newer bad ones).
+
+    Raises:
+      CheckpointError: if checkpoints are indexed but none can be read.
+    """
+    errors = []
+    for path in indexed_checkpoints(directory):
+        try:
+            read_checkpoint(path)
+        except CheckpointError as error:
+            logging.warning("Skipping %s", error)
+            errors.append(str(error))
+            continue
+        return path
+    if errors:
+        raise CheckpointError(_no_good_checkpoint(directory, errors))
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    message = getattr(error, "message", None) or str(error)
+    return message.strip().splitlines()[0] if message.strip() else type(error).__name__
+
+
+def _no_good_checkpoint(directory: str, errors: List[str]) -> str:
+    return (f"no checkpoint in {directory} can be restored: {'; '.join(errors)}. "
+            "Remove the damaged files or start over with --start_fresh (the old run is "
+            "moved aside, not deleted).")
+
+
+def _size_bytes(path: str) -> int:
+    directory, prefix = os.path.split(path)
+    return sum(os.path.getsize(os.path.join(directory, name)) for name in os.listdir(directory)
+               if name.startswith(os.path.basename(prefix) + "."))
+
 
 class Checkpointing:
-    """Saves a node's state every `interval_s` seconds (and on demand) and restores the latest."""
+    """Saves a node's state every `interval_s` seconds (and on demand); restores the latest good one.
+
+    Every save is also appended as a JSON line to <run_dir>/checkpoints/saves.jsonl
+    (node, path, seconds, bytes and whatever `describe_save` adds).
+    """
 
     def __init__(
         self,
@@ -18,22 +100,69 @@ class Checkpointing:
         node: str,
         interval_s: float = 300.0,
         max_to_keep: int = 3,
+        before_save: Optional[Callable[[], Dict[str, Any]]] = None,
     ):
+        """Restores the newest readable checkpoint of `node`, if there is one.
+
+        Args:
+          objects_to_save: trackable TF objects (variables, modules, optimizers)
+            or Acme `Saveable`s (objects with `save()` and `restore()`).
+          run_dir: the run directory.
+          node: the checkpoint subdirectory's name.
+          interval_s: seconds between periodic saves.
+          max_to_keep: how many checkpoints to keep.
+          before_save: called before each save; its dict is added to the save's log line.
+
+        Raises:
+          CheckpointError: if checkpoints exist but none can be restored.
+        """
+        self.node = node
+        self.run_dir = run_dir
         self.directory = os.path.join(run_dir, "checkpoints", node)
-        latest = tf.train.latest_checkpoint(self.directory)
-        # Acme's Checkpointer restores the latest checkpoint in its constructor.
-        self._checkpointer = savers.Checkpointer(
-            objects_to_save=dict(objects_to_save),
-            directory=run_dir,
-            subdirectory=node,
-            time_delta_minutes=interval_s / 60.0,
-            add_uid=False,
-            max_to_keep=max_to_keep,
-        )
-        self.restored_from: Optional[str] = latest
-        if latest:
-            logging.info("%s: restored from checkpoint %s", node, latest)
+        self._interval_s = interval_s
+        self._before_save = before_save
+        self._checkpoint = tf.train.Checkpoint(**{
+            name: savers.SaveableAdapter(value) if isinstance(value, core.Saveable) else value
+            for name, value in objects_to_save.items()})
+        self._manager = tf.train.CheckpointManager(self._checkpoint, self.directory,
+                                                   max_to_keep=max_to_keep)
+        self.restored_from = self._restore_latest()
+        self._last_save = time.time()
+
+    def _restore_latest(self) -> Optional[str]:
+        errors = []
+        for path in indexed_checkpoints(self.directory):
+            try:
+                read_checkpoint(path)
+                self._checkpoint.restore(path).assert_existing_objects_matched()
+            except (CheckpointError, tf.errors.OpError, AssertionError, ValueError) as error:
+                message = str(error) if isinstance(error, CheckpointError) else (
+                    f"checkpoint {path} does not fit this {self.node}: {_first_line(error)}")
+                logging.warning("%s: skipping %s; trying an older one", self.node, message)
+                errors.append(message)
+                continue
+            if errors:
+                logging.warning("%s: restored the older checkpoint %s", self.node, path)
+            else:
+                logging.info("%s: restored from checkpoint %s", self.node, path)
+            return path
+        if errors:
+            raise CheckpointError(_no_good_checkpoint(self.directory, errors))
+        return None
 
     def save(self, force: bool = False) -> bool:
         """Saves when the interval has passed (or always, with `force`); says whether it saved."""
-        return self._checkpointer.save(force=force)
+        if not force and time.time() - self._last_save < self._interval_s:
+            return False
+        record: Dict[str, Any] = {"node": self.node, "time": time.time()}
+        if self._before_save is not None:
+            record.update(self._before_save())
+        start = time.time()
+        path = self._manager.save()
+        record.update(path=path, seconds=round(time.time() - start, 4), bytes=_size_bytes(path))
+        self._last_save = time.time()
+        with open(os.path.join(self.run_dir, "checkpoints", SAVES_LOG), "a") as saves_log:
+            saves_log.write(json.dumps(record) + "\n")
+        logging.info("%s: saved %s (%d bytes, %.2f s)", self.node, path, record["bytes"],
+                     record["seconds"])
+        return True

@@ -38,5 +38,34 @@ COUNT_KEYS = ("executor_steps", "executor_episodes", "trainer_steps",
 
 
 def complete_counts(counts: Mapping[str, Number]) -> Dict[str, Number]:
-    """`counts` with every key of `COUNT_KEYS` present (missing ones are 0)."""
-    return {**{key: 0 for key in COUNT_KEYS}, **counts}
+    """The program-wide counts of `COUNT_KEYS` in `counts` (missing ones are 0), nothing else."""
+    return {key: counts.get(key, 0) for key in COUNT_KEYS}
+
+
+def executor_steps_key(executor_id: int) -> str:
+    """The count of one executor's own steps: where its exploration schedule stands."""
+    return f"executor_{executor_id}_steps"
+
+
+class ExecutorCounter(counting.Counter):
+    """Counts an executor's steps and episodes into the program's totals and its own steps.
+
+    The central counter keeps both `executor_steps` (all executors) and
+    `executor_<id>_steps` (this one), so a resumed executor continues its
+    exploration schedule where it stopped. Like Acme's counter, increments
+    reach the central counter at most once per `time_delta` seconds.
+    """
+
+    def __init__(self, parent: counting.Counter, executor_id: int, time_delta: float = 1.0):
+        super().__init__(parent, time_delta=time_delta)
+        self._own_steps_key = executor_steps_key(executor_id)
+
+    def increment(self, **counts: Number) -> Dict[str, Number]:
+        totals = {f"executor_{key}": value for key, value in counts.items()}
+        if "steps" in counts:
+            totals[self._own_steps_key] = counts["steps"]
+        return super().increment(**totals)
+
+    def own_steps(self) -> int:
+        """This executor's steps so far, as the central counter has them (restored on resume)."""
+        return int(self._parent.get_counts().get(self._own_steps_key, 0))

@@ -8,31 +8,50 @@ hyper-parameters are allowed and reported.
 """
 
 import dataclasses
+import glob
 import json
 import os
 import pickle
 from typing import Any, Dict, List, Mapping, Optional
 
-import tensorflow as tf
+from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
+from mava_systems.components.counting import COUNT_KEYS
+from mava_systems.components.replay_checkpointing import checkpoint_time, latest_replay_checkpoint
 
 RUN_FILE = "run.json"
+# Replay and trainer checkpoints this close in time count as taken together.
+REPLAY_SKEW_S = 60.0
 
 
 @dataclasses.dataclass
 class RunStatus:
-    """Whether a run starts fresh or continues, and from which counts."""
+    """Whether a run starts fresh or continues, and from which counts and replay."""
 
     resumed: bool
     trainer_steps: int = 0
     counts: Dict[str, float] = dataclasses.field(default_factory=dict)
+    # Seconds between the trainer's and the replay's latest checkpoints (None: no replay one).
+    replay_age_s: Optional[float] = None
+    replay_checkpoint: Optional[str] = None
 
     def summary(self, run_dir: str) -> str:
-        """One line saying what this launch does."""
+        """What this launch does: start fresh, or resume from which trainer step, counts and replay."""
         if not self.resumed:
             return f"Starting a fresh run in {run_dir}"
-        counts = ", ".join(f"{key}={int(value)}" for key, value in sorted(self.counts.items()))
-        return (f"Resuming the run in {run_dir} from trainer step {self.trainer_steps}"
-                + (f" ({counts})" if counts else ""))
+        counts = ", ".join(f"{key}={int(value)}" for key in COUNT_KEYS
+                           if (value := self.counts.get(key)) is not None)
+        lines = [f"Resuming the run in {run_dir} from trainer step {self.trainer_steps}"
+                 + (f" ({counts})" if counts else "")]
+        if self.replay_checkpoint is None:
+            lines.append("Replay: no saved replay; it starts empty.")
+        elif abs(self.replay_age_s or 0.0) <= REPLAY_SKEW_S:
+            lines.append(f"Replay: restored from {self.replay_checkpoint}, saved with the "
+                         "trainer checkpoint.")
+        else:
+            when = "before" if self.replay_age_s > 0 else "after"
+            lines.append(f"Replay: restored from {self.replay_checkpoint}, saved "
+                         f"{abs(self.replay_age_s):.0f} s {when} the trainer checkpoint.")
+        return "\n".join(lines)
 
 
 def move_aside(run_dir: str) -> Optional[str]:
@@ -46,28 +65,56 @@ def move_aside(run_dir: str) -> Optional[str]:
     return f"{run_dir}.old-{index}"
 
 
+def drop_partial_log_rows(run_dir: str) -> List[str]:
+    """Cuts the unfinished last row a killed run left in its CSV logs; returns the files cut.
+
+    Without this, the resumed run's first row would be glued onto the partial one.
+    """
+    repaired = []
+    for path in glob.glob(os.path.join(run_dir, "logs", "*", "logs.csv")):
+        with open(path, "rb+") as log_file:
+            content = log_file.read()
+            if content and not content.endswith(b"\n"):
+                log_file.truncate(content.rfind(b"\n") + 1)
+                repaired.append(path)
+    return repaired
+
+
 def _latest(run_dir: str, node: str) -> Optional[str]:
-    return tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints", node))
+    return latest_readable_checkpoint(os.path.join(run_dir, "checkpoints", node))
 
 
 def read_status(run_dir: str) -> RunStatus:
-    """Reads the trainer step and counts of the latest checkpoints, if any."""
+    """Reads the trainer step, counts and replay checkpoint a resumed run continues from.
+
+    Raises:
+      CheckpointError: if a node has checkpoints but none of them can be read.
+    """
     trainer, counter = _latest(run_dir, "trainer"), _latest(run_dir, "counter")
     if trainer is None and counter is None:
         return RunStatus(resumed=False)
     status = RunStatus(resumed=True)
     if trainer is not None:
-        reader = tf.train.load_checkpoint(trainer)
-        for name in reader.get_variable_to_shape_map():
+        for name, value in read_checkpoint(trainer).items():
             if name.startswith("num_steps/"):
-                status.trainer_steps = int(reader.get_tensor(name))
+                status.trainer_steps = int(value)
     if counter is not None:
-        reader = tf.train.load_checkpoint(counter)
-        for name in reader.get_variable_to_shape_map():
+        for name, value in read_checkpoint(counter).items():
             if name.startswith("counter/"):
-                state = pickle.loads(reader.get_tensor(name))
-                status.counts = {key: value for key, value in state["counts"].items()}
+                state = pickle.loads(value)
+                # Counts not yet synced to the cache are in "counts"; both make the total.
+                status.counts = {key: state["cache"].get(key, 0) + state["counts"].get(key, 0)
+                                 for key in set(state["cache"]) | set(state["counts"])}
+    replay = latest_replay_checkpoint(run_dir)
+    if replay is not None:
+        status.replay_checkpoint = replay
+        if trainer is not None:
+            status.replay_age_s = _index_time(trainer) - checkpoint_time(replay)
     return status
+
+
+def _index_time(checkpoint: str) -> float:
+    return os.path.getmtime(checkpoint + ".index")
 
 
 def check_and_save_description(run_dir: str, description: Mapping[str, Any],

@@ -9,6 +9,8 @@ from acme.tf import variable_utils
 import reverb
 
 from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.lifecycle import program_stop_event
+from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
 from mava_systems.components.stacking import AgentStacker
@@ -86,10 +88,14 @@ class MADQNBuilder:
         config = self.config
         make_checkpointing = None
         if checkpoint:
+            # Replay is saved just before each periodic trainer checkpoint (see
+            # replay_checkpointing.py), so the two are restored together.
             make_checkpointing = functools.partial(
                 Checkpointing, run_dir=self.run_dir, node="trainer",
                 interval_s=config.checkpoint_interval_s,
-                max_to_keep=config.max_checkpoints_to_keep)
+                max_to_keep=config.max_checkpoints_to_keep,
+                before_save=(ReplayCheckpointRequest(replay_client, program_stop_event())
+                             if replay_client is not None else None))
         return MADQNTrainer(
             networks=networks,
             dataset=dataset,

@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional, Sequence
 from absl import logging
 from acme.utils import counting
 
+from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.exploration import ConstantEpsilon, default_schedules
@@ -19,6 +20,8 @@ from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
 
 EVALUATOR_SEED_OFFSET = 10_000
+# Resumed executors seed with their step count times this, so they do not replay old episodes.
+RESUME_SEED_STRIDE = 1_000_003
 
 
 class MADQN(DistributedSystem):
@@ -114,7 +117,8 @@ class MADQN(DistributedSystem):
             self.builder.make_dataset_iterator(replay),
             replay_client=replay,
             counter=counting.Counter(counter, prefix="trainer"),
-            logger=self._logger("trainer", steps_key="trainer_steps"))
+            # One row per step: flushing every row would cost more than the step.
+            logger=self._logger("trainer", steps_key="trainer_steps", csv_flush_every=100))
 
     def evaluator(self, variable_source, counter):
         """The greedy evaluator, acting with the source's latest variables."""
@@ -131,22 +135,30 @@ class MADQN(DistributedSystem):
                          self.config.evaluation_episodes, self.config.evaluation_interval_s)
 
     def executor(self, executor_id, replay, variable_source, counter):
-        """Executor `executor_id`: explores, writes to replay, follows the source's variables."""
+        """Executor `executor_id`: explores, writes to replay, follows the source's variables.
+
+        A resumed executor continues its exploration schedule from its own
+        saved step count, with fresh random seeds.
+        """
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         variable_client.update_and_wait()
+        executor_counter = ExecutorCounter(counter, executor_id)
+        start_step = executor_counter.own_steps()
+        seed = (self.config.seed + 1 + executor_id + RESUME_SEED_STRIDE * start_step) % 2**31
         schedule = self.exploration_schedules[executor_id]
         executor = self.builder.make_executor(
             networks, schedule, adder=self.builder.make_adder(replay),
-            variable_client=variable_client, seed=self.config.seed + 1 + executor_id)
-        environment = self._environment_factory(evaluation=False,
-                                                seed=self.config.seed + 1 + executor_id)
+            variable_client=variable_client, seed=seed)
+        executor.num_steps = start_step
+        environment = self._environment_factory(evaluation=False, seed=seed)
         label = f"executor_{executor_id}"
-        logging.info("%s explores with %r", label, schedule)
+        logging.info("%s explores with %r from its step %d", label, schedule, start_step)
         return EnvironmentLoop(
-            environment, executor, counting.Counter(counter, prefix="executor"),
+            environment, executor, executor_counter,
             self._logger(label, "executor_steps"),
             extra_log_fn=lambda: {"epsilon": executor.epsilon})
 
-    def _logger(self, label: str, steps_key: str):
-        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key)
+    def _logger(self, label: str, steps_key: str, csv_flush_every: int = 1):
+        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key,
+                           csv_flush_every)

@@ -154,6 +154,8 @@ class MADQNTrainer:
         result = {name: float(value.numpy()) for name, value in fetches.items()}
         result["replay_size"] = int(sample.info.table_size[0].numpy())
         result.update(complete_counts(counts))
+        # The trainer's own count: exact, and restored with its weights (the counter's may lag).
+        result["trainer_steps"] = self.num_steps
         result["step_time_s"] = time.time() - start
         self._logger.write(result)
         return result

@@ -1,0 +1,172 @@
+"""Replay that survives restarts: Reverb's own checkpoints, taken together with the trainer's.
+
+The trainer asks the replay server for a checkpoint just before each of its
+periodic checkpoints (`ReplayCheckpointRequest`), so a trainer checkpoint and
+the replay it was trained from are saved together; at program stop, the replay
+node saves its tables itself. Reverb writes a checkpoint into a new timestamped
+directory, marks it complete with a `DONE` file, and only then removes the
+previous one, so a crash while saving leaves the previous checkpoint in place.
+"""
+
+import json
+import os
+import shutil
+import threading
+import time
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from absl import logging
+import launchpad as lp
+from launchpad import address as lp_address
+import reverb
+
+from mava_systems.components.checkpointing import SAVES_LOG
+
+REPLAY_NODE = "replay"
+# Beside, not inside, Reverb's directory: Reverb treats every entry there as a checkpoint.
+RESTORE_RECORD = "replay_restore.json"
+
+
+def replay_checkpoint_directory(run_dir: str) -> str:
+    """Where Reverb keeps the replay checkpoint of a run."""
+    return os.path.join(run_dir, "checkpoints", REPLAY_NODE)
+
+
+def latest_replay_checkpoint(run_dir: str) -> Optional[str]:
+    """The newest complete (`DONE`) replay checkpoint of a run, if any."""
+    directory = replay_checkpoint_directory(run_dir)
+    if not os.path.isdir(directory):
+        return None
+    complete = [os.path.join(directory, name) for name in sorted(os.listdir(directory))
+                if os.path.exists(os.path.join(directory, name, "DONE"))]
+    return complete[-1] if complete else None
+
+
+def checkpoint_time(path: str) -> float:
+    """When a replay checkpoint was completed (its `DONE` file's time)."""
+    return os.path.getmtime(os.path.join(path, "DONE"))
+
+
+def _directory_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+
+
+def _log_save(run_dir: str, record: Dict[str, Any]) -> None:
+    with open(os.path.join(run_dir, "checkpoints", SAVES_LOG), "a") as saves_log:
+        saves_log.write(json.dumps(record) + "\n")
+
+
+class ReplayCheckpointRequest:
+    """Asks the replay server for a checkpoint and waits, giving up at program stop or timeout.
+
+    Called by the trainer before each of its checkpoints; returns what the
+    trainer's save log records about the replay checkpoint.
+    """
+
+    def __init__(self, replay_client: reverb.Client, stop_event: threading.Event,
+                 timeout_s: float = 600.0):
+        self._replay_client = replay_client
+        self._stop_event = stop_event
+        self._timeout_s = timeout_s
+
+    def __call__(self) -> Dict[str, Any]:
+        if self._stop_event.is_set():
+            # The replay node saves its own tables at stop; the server may already be gone.
+            return {"replay_checkpoint": None}
+        result: Dict[str, Any] = {}
+
+        def request() -> None:
+            try:
+                result["path"] = self._replay_client.checkpoint()
+            except Exception as error:  # pylint: disable=broad-except
+                result["error"] = error
+
+        start = time.time()
+        thread = threading.Thread(target=request, daemon=True, name="replay_checkpoint")
+        thread.start()
+        while thread.is_alive() and not self._stop_event.is_set():
+            if time.time() - start > self._timeout_s:
+                break
+            thread.join(0.1)
+        if "path" not in result:
+            logging.warning("The replay checkpoint was not taken (%s); the trainer checkpoint "
+                            "goes ahead without it", result.get("error", "program stopping or "
+                                                                "timed out"))
+            return {"replay_checkpoint": None}
+        return {"replay_checkpoint": result["path"],
+                "replay_seconds": round(time.time() - start, 4),
+                "replay_bytes": _directory_bytes(result["path"])}
+
+
+def start_restored_server(tables_fn: Callable[[], Sequence[reverb.Table]], run_dir: str,
+                          port: Optional[int] = None) -> Tuple[reverb.Server, Dict[str, Any]]:
+    """A Reverb server checkpointing to the run directory, with the latest checkpoint loaded.
+
+    A checkpoint Reverb cannot read is moved aside (to
+    <run_dir>/checkpoints/replay-unreadable-<name>, never deleted) and the server starts empty, with a warning naming it. The
+    returned record (also written to <run_dir>/checkpoints/replay_restore.json)
+    says which checkpoint was loaded and how many items each table got back.
+    """
+    directory = replay_checkpoint_directory(run_dir)
+    os.makedirs(directory, exist_ok=True)
+
+    def make_server() -> reverb.Server:
+        return reverb.Server(tables=tables_fn(), port=port,
+                             checkpointer=reverb.checkpointers.DefaultCheckpointer(directory))
+
+    latest = latest_replay_checkpoint(run_dir)
+    error = None
+    try:
+        server = make_server()
+    except RuntimeError as load_error:  # How Reverb reports an unreadable checkpoint.
+        # Out of Reverb's directory: Reverb would load anything in it with a DONE file.
+        moved_to = os.path.join(run_dir, "checkpoints",
+                                f"{REPLAY_NODE}-unreadable-{os.path.basename(latest)}")
+        shutil.move(latest, moved_to)
+        error = (f"replay checkpoint {latest} cannot be read ({load_error}); moved it to "
+                 f"{moved_to} and started with an empty replay")
+        logging.warning("%s", error)
+        latest = None
+        server = make_server()
+    sizes = {name: info.current_size
+             for name, info in server.localhost_client().server_info().items()}
+    record = {"checkpoint": latest, "items": sizes, "error": error, "time": time.time()}
+    path = os.path.join(run_dir, "checkpoints", RESTORE_RECORD)
+    with open(path + ".tmp", "w") as record_file:
+        json.dump(record, record_file)
+    os.replace(path + ".tmp", path)
+    logging.info("Replay restored %s from %s", sizes, latest)
+    return server, record
+
+
+def save_replay(server: reverb.Server, run_dir: str) -> None:
+    """Checkpoints every table of `server` and logs the save in the run's save log."""
+    client = server.localhost_client()
+    start = time.time()
+    try:
+        sizes = {name: info.current_size for name, info in client.server_info().items()}
+        path = client.checkpoint()
+    except Exception as error:  # pylint: disable=broad-except
+        logging.warning("The replay checkpoint failed: %s", error)
+        return
+    _log_save(run_dir, {"node": REPLAY_NODE, "time": time.time(), "path": path,
+                        "seconds": round(time.time() - start, 4),
+                        "bytes": _directory_bytes(path), "items": sizes})
+    logging.info("Replay saved %s to %s", sizes, path)
+
+
+class ReplayNode(lp.ReverbNode):
+    """A Reverb node whose tables are restored from, and saved to, <run_dir>/checkpoints/replay.
+
+    See `start_restored_server`; the tables are saved once more at program stop.
+    """
+
+    def __init__(self, priority_tables_fn: Callable[[], Sequence[reverb.Table]], run_dir: str):
+        super().__init__(priority_tables_fn)
+        self._run_dir = run_dir
+
+    def run(self) -> None:
+        port = lp_address.get_port_from_address(self._address.resolve())
+        self._server, _ = start_restored_server(self._priority_tables_fn, self._run_dir, port)
+        lp.wait_for_stop()
+        save_replay(self._server, self._run_dir)
