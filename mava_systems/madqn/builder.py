@@ -14,6 +14,8 @@ from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
 from mava_systems.components.stacking import AgentStacker
+from mava_systems.components.transition_adder import NStepTransitionAdder
+from mava_systems.components.variables import VersionedVariableClient
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule, MADQNExecutor
 from mava_systems.madqn.networks import MADQNNetworks, QNetworkFactory, make_networks
@@ -70,13 +72,13 @@ class MADQNBuilder:
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes every executor step into replay as n-step transitions."""
-        return reverb_adders.NStepTransitionAdder(
-            client=StopAwareClient(replay_client), n_step=self.config.n_step, discount=self.config.discount)
+        return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
+                                    n_step=self.config.n_step, discount=self.config.discount)
 
     def make_variable_client(self, variable_source: Any,
                              networks: MADQNNetworks) -> variable_utils.VariableClient:
         """Keeps `networks`' online variables in step with `variable_source`, in the background."""
-        return variable_utils.VariableClient(
+        return VersionedVariableClient(
             variable_source,
             {key: network.variables for key, network in networks.q_networks.items()},
             update_period=self.config.variable_update_period)

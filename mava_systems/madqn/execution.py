@@ -9,8 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.components.stacking import AgentStacker
-from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
-                                         observation_to_input)
+from mava_systems.madqn.networks import (MADQNNetworks, MLPQNetwork, NumpyMLPQNetwork,
+                                         legal_action_mask, mask_illegal, observation_to_input)
 from wrappers import OLT
 
 ExplorationSchedule = Callable[[int], float]
@@ -32,12 +32,31 @@ def epsilon_greedy(q_values: tf.Tensor, legal_actions: tf.Tensor, epsilon: tf.Te
     return tf.where(explore, random, greedy)
 
 
+def numpy_epsilon_greedy(q_values: np.ndarray, legal_actions: np.ndarray, epsilon: float,
+                         rng: np.random.Generator) -> np.ndarray:
+    """`epsilon_greedy` in NumPy: the same choice rule, for the NumPy acting path."""
+    legal = legal_actions > 0
+    legal |= ~legal.any(axis=-1, keepdims=True)
+    greedy = np.where(legal, q_values, -np.inf).argmax(axis=-1)
+    random = np.where(legal, rng.random(q_values.shape), -1.0).argmax(axis=-1)
+    explore = rng.random(greedy.shape) < epsilon
+    return np.where(explore, random, greedy).astype(np.int32)
+
+
+def numpy_q_networks(networks: MADQNNetworks) -> Optional[Dict[str, NumpyMLPQNetwork]]:
+    """NumPy twins of the online Q-networks when every one is an `MLPQNetwork`, else None."""
+    if not all(isinstance(network, MLPQNetwork) for network in networks.q_networks.values()):
+        return None
+    return {key: NumpyMLPQNetwork(network) for key, network in networks.q_networks.items()}
+
+
 class MADQNExecutor:
     """Selects every agent's action, writes transitions to replay and keeps variables fresh.
 
-    All agents sharing a network act in one batched forward pass, and every
-    network's pass runs in one compiled call per step. Replay receives the data
-    stacked per network (see `AgentStacker`).
+    All agents sharing a network act in one batched forward pass. With the
+    default `MLPQNetwork`s that pass runs in NumPy (see `NumpyMLPQNetwork`);
+    other networks run in one compiled TensorFlow call per step for all
+    networks. Replay receives the data stacked per network (see `AgentStacker`).
     """
 
     def __init__(
@@ -53,6 +72,9 @@ class MADQNExecutor:
         self._schedule = exploration_schedule
         self._adder = adder
         self._variable_client = variable_client
+        self._numpy_networks = numpy_q_networks(networks)
+        self._weights_version = getattr(variable_client, "version", None)
+        self._rng = np.random.default_rng(seed)
         self._generator = tf.random.Generator.from_seed(seed)
         self._policy: Optional[Callable[..., Dict[str, tf.Tensor]]] = None  # Compiled on first use.
         # The last observation dict seen and its stacked form: observe() stacks the
@@ -74,6 +96,12 @@ class MADQNExecutor:
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action."""
         stacked = self._stack_observation(observations)
+        if self._numpy_networks is not None:
+            epsilon = self.epsilon
+            return self._stacker.unstack({
+                key: numpy_epsilon_greedy(self._numpy_networks[key](observation.observation),
+                                          observation.legal_actions, epsilon, self._rng)
+                for key, observation in stacked.items()})
         if self._policy is None:
             # A fixed input signature: TF skips re-checking the numpy inputs on every call.
             signature = tf.nest.map_structure(
@@ -96,8 +124,23 @@ class MADQNExecutor:
 
     def update(self, wait: bool = False) -> None:
         """Fetches the source's latest online variables every few steps (in the background)."""
-        if self._variable_client is not None:
-            self._variable_client.update(wait)
+        if self._variable_client is None:
+            return
+        self._variable_client.update(wait)
+        version = getattr(self._variable_client, "version", None)
+        if version is None or version != self._weights_version:
+            self.refresh_weights()
+            self._weights_version = version
+
+    def refresh_weights(self) -> None:
+        """Makes the NumPy acting path use the networks' current variables.
+
+        Called by `update` when the variable client has copied new variables;
+        call it yourself after assigning the networks' variables by other means.
+        """
+        if self._numpy_networks is not None:
+            for numpy_network in self._numpy_networks.values():
+                numpy_network.refresh()
 
     def _stack_observation(self, observations: Dict[str, OLT]) -> Dict[str, OLT]:
         seen, stacked = self._stacked_observation

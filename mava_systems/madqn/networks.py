@@ -5,6 +5,7 @@ from typing import Callable, Dict, Mapping, Sequence
 
 from acme.tf import utils as tf2_utils
 from dm_env import specs
+import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
@@ -14,14 +15,50 @@ from mava_systems.specs import MAEnvironmentSpec, agents_by_network
 QNetworkFactory = Callable[[specs.Array, specs.DiscreteArray], snt.Module]
 
 
+class MLPQNetwork(snt.Module):
+    """Flattens the observation, then ReLU layers, then a linear layer with one value per action."""
+
+    def __init__(self, hidden_sizes: Sequence[int], num_actions: int, name: str = "mlp_q_network"):
+        super().__init__(name=name)
+        self.linears = [snt.Linear(size) for size in list(hidden_sizes) + [num_actions]]
+
+    def __call__(self, observation: tf.Tensor) -> tf.Tensor:
+        values = tf.reshape(observation, [tf.shape(observation)[0], -1])
+        for linear in self.linears[:-1]:
+            values = tf.nn.relu(linear(values))
+        return self.linears[-1](values)
+
+
+class NumpyMLPQNetwork:
+    """An `MLPQNetwork`'s forward pass in NumPy, for acting.
+
+    Executors evaluate small batches one step at a time; for networks this
+    small, a TensorFlow call costs far more (about 1 ms on 2 cores) than the
+    arithmetic (tens of microseconds). `refresh()` copies the current weights.
+    """
+
+    def __init__(self, network: MLPQNetwork):
+        self._network = network
+        self._weights: list = []
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Reads the network's current weights."""
+        self._weights = [(linear.w.numpy(), linear.b.numpy()) for linear in self._network.linears]
+
+    def __call__(self, observation: np.ndarray) -> np.ndarray:
+        values = observation.reshape(observation.shape[0], -1).astype(np.float32, copy=False)
+        for w, b in self._weights[:-1]:
+            values = np.maximum(values @ w + b, 0.0)
+        w, b = self._weights[-1]
+        return values @ w + b
+
+
 def make_mlp_q_network(observation_spec: specs.Array, action_spec: specs.DiscreteArray,
                        hidden_sizes: Sequence[int] = (64, 64)) -> snt.Module:
-    """The default Q-network: flatten the observation, then an MLP with one output per action."""
+    """The default Q-network: an `MLPQNetwork` with one output per action."""
     del observation_spec
-    return snt.Sequential([
-        snt.Flatten(),
-        snt.nets.MLP(list(hidden_sizes) + [action_spec.num_values]),
-    ])
+    return MLPQNetwork(hidden_sizes, action_spec.num_values)
 
 
 @dataclasses.dataclass

@@ -1,0 +1,104 @@
+"""The n-step transition adder: every step starts one transition with Acme's R and D definitions."""
+
+from acme import specs
+from acme.adders import reverb as reverb_adders
+import dm_env
+import numpy as np
+import pytest
+import reverb
+
+from mava_systems.components.replay import StopAwareClient
+from mava_systems.components.transition_adder import NStepTransitionAdder
+
+TABLE = "transitions"
+AGENTS = 2
+DISCOUNT = 0.9
+
+
+def _spec():
+    return specs.EnvironmentSpec(
+        observations={"net": specs.Array((AGENTS, 3), np.float32)},
+        actions={"net": specs.Array((AGENTS,), np.int32)},
+        rewards={"net": specs.Array((AGENTS,), np.float32)},
+        discounts={"net": specs.BoundedArray((AGENTS,), np.float32, 0.0, 1.0)})
+
+
+@pytest.fixture()
+def server():
+    # FIFO sampling, each item once: samples come back in insertion order.
+    table = reverb.Table(TABLE, reverb.selectors.Fifo(), reverb.selectors.Fifo(), 10_000,
+                         reverb.rate_limiters.MinSize(1), max_times_sampled=1,
+                         signature=reverb_adders.NStepTransitionAdder.signature(_spec()))
+    server = reverb.Server([table])
+    yield server
+    server.stop()
+
+
+def _episode(rng, length, terminal_discount):
+    """Timesteps of one episode: random observations and rewards, a terminal discount at the end."""
+    observations = [rng.normal(size=(AGENTS, 3)).astype(np.float32) for _ in range(length + 1)]
+    rewards = [rng.normal(size=AGENTS).astype(np.float32) for _ in range(length)]
+    discounts = [np.ones(AGENTS, np.float32) for _ in range(length)]
+    discounts[-1] = np.full(AGENTS, terminal_discount, np.float32)
+    discounts[length // 2][0] = 0.5  # An agent-specific discount mid-episode.
+    timesteps = [dm_env.restart({"net": observations[0]})]
+    for step in range(length):
+        step_type = dm_env.StepType.LAST if step == length - 1 else dm_env.StepType.MID
+        timesteps.append(dm_env.TimeStep(step_type, {"net": rewards[step]},
+                                         {"net": discounts[step]}, {"net": observations[step + 1]}))
+    return timesteps, observations, rewards, discounts
+
+
+def _expected(observations, rewards, discounts, n_step):
+    """The transitions, from first principles: one per step, shorter at the end."""
+    expected = []
+    for start in range(len(rewards)):
+        steps = min(n_step, len(rewards) - start)
+        n_step_return = np.zeros(AGENTS, np.float64)
+        weight = np.ones(AGENTS, np.float64)
+        for i in range(steps):
+            n_step_return += weight * rewards[start + i]
+            weight = weight * discounts[start + i] * (DISCOUNT if i < steps - 1 else 1.0)
+        expected.append((observations[start], start, n_step_return, weight,
+                         observations[start + steps]))
+    return expected
+
+
+def _read_all(server, count):
+    client = server.localhost_client()
+    assert client.server_info()[TABLE].current_size == count
+    return [sample.data for sample in client.sample(
+        TABLE, num_samples=count, emit_timesteps=False, unpack_as_table_signature=True)]
+
+
+@pytest.mark.parametrize("n_step, length", [(1, 4), (3, 7), (5, 3)])
+def test_each_step_starts_one_n_step_transition(server, n_step, length):
+    rng = np.random.default_rng(n_step)
+    adder = NStepTransitionAdder(StopAwareClient(server.localhost_client()), TABLE, n_step,
+                                 DISCOUNT)
+    items = []
+    for terminal_discount in (0.0, 1.0):  # A terminated and a truncated episode.
+        timesteps, observations, rewards, discounts = _episode(rng, length, terminal_discount)
+        adder.add_first(timesteps[0])
+        for step, timestep in enumerate(timesteps[1:]):
+            adder.add({"net": np.full(AGENTS, step, np.int32)}, timestep)
+        items.extend(_expected(observations, rewards, discounts, n_step))
+
+    written = _read_all(server, len(items))
+    for item, (observation, action, n_step_return, total_discount, next_observation) in zip(
+            written, items):
+        np.testing.assert_array_equal(item.observation["net"], observation)
+        np.testing.assert_array_equal(item.action["net"], np.full(AGENTS, action))
+        np.testing.assert_allclose(item.reward["net"], n_step_return, rtol=1e-5)
+        np.testing.assert_allclose(item.discount["net"], total_discount, rtol=1e-6)
+        np.testing.assert_array_equal(item.next_observation["net"], next_observation)
+        assert item.reward["net"].dtype == np.float32
+
+
+def test_add_before_add_first_is_an_error(server):
+    adder = NStepTransitionAdder(StopAwareClient(server.localhost_client()), TABLE, 3, DISCOUNT)
+    timesteps, *_ = _episode(np.random.default_rng(0), 3, 0.0)
+    with pytest.raises(ValueError, match="add_first"):
+        adder.add({"net": np.zeros(AGENTS, np.int32)}, timesteps[1])
+    with pytest.raises(ValueError, match="n_step"):
+        NStepTransitionAdder(server.localhost_client(), TABLE, 0, DISCOUNT)
