@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Sequence, Type, TypeVar
 from absl import app, flags
 import launchpad as lp
 
+from mava_systems.progress import ProgressReporter
 import wrappers
 
 FLAGS = flags.FLAGS
@@ -29,6 +30,9 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000) -> 
     flags.DEFINE_boolean("start_fresh", False,
                          "Start a new run even if --run_dir holds one (the old one is moved "
                          "to <run_dir>.old-<n>, not deleted).")
+    flags.DEFINE_float("progress_interval_s", None,
+                       "Seconds between progress lines (default: 1, updating one line, on a "
+                       "terminal; 30 otherwise; 0: no progress lines).")
 
 
 def define_config_flags(config_class: Type[Any]) -> None:
@@ -107,8 +111,14 @@ def launch(program: lp.Program, launch_type: str) -> None:
         worker_manager.wait()
 
 
-def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None) -> None:
-    """Builds and launches `system`, saying whether it resumes and where its output goes."""
+def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None,
+        progress_interval_s: Optional[float] = None) -> None:
+    """Builds and launches `system`, saying whether it resumes and where its output goes.
+
+    While it runs, a progress line is kept up to date (see `mava_systems.progress`)
+    every `progress_interval_s` seconds (default: `--progress_interval_s` if
+    defined, else 1 on a terminal and 30 otherwise; 0: none).
+    """
     launch_type = launch_type or FLAGS.lp_launch_type
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
@@ -120,7 +130,18 @@ def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bo
         print(f"Changed since the last launch: {', '.join(changed)}", flush=True)
     print(f"Run directory: {system.run_dir} (launch type {launch_type}); "
           f"configuration in {os.path.join(system.run_dir, 'run.json')}", flush=True)
-    launch(system.build(), launch_type)
+    if progress_interval_s is None and "progress_interval_s" in FLAGS:
+        progress_interval_s = FLAGS.progress_interval_s
+    reporter = None
+    if progress_interval_s != 0:
+        reporter = ProgressReporter(system.run_dir, system.max_executor_steps,
+                                    interval_s=progress_interval_s)
+        reporter.start()
+    try:
+        launch(system.build(), launch_type)
+    finally:
+        if reporter is not None:
+            reporter.stop()
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)

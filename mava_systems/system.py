@@ -58,6 +58,11 @@ class DistributedSystem:
         """How many executor nodes the program has."""
         return self._num_executors
 
+    @property
+    def max_executor_steps(self) -> Optional[int]:
+        """The executor step count at which the program stops (None: never)."""
+        return self._max_executor_steps
+
     # Entries of `description()` a resumed run must share with the saved one.
     identity_keys = ["system", "environment", "agents", "network_variables"]
 
