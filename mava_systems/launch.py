@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Sequence, Type, TypeVar
 from absl import app, flags
 import launchpad as lp
 
+from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.progress import ProgressReporter
 import wrappers
 
@@ -128,8 +129,9 @@ def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bo
     print(status.summary(system.run_dir), flush=True)
     if changed:
         print(f"Changed since the last launch: {', '.join(changed)}", flush=True)
-    print(f"Run directory: {system.run_dir} (launch type {launch_type}); "
-          f"configuration in {os.path.join(system.run_dir, 'run.json')}", flush=True)
+    print(f"Run directory: {system.run_dir} (launch type {launch_type})", flush=True)
+    print(f"Configuration (saved in {os.path.join(system.run_dir, CONFIG_FILE)}):\n"
+          f"{format_run_config(system.run_config())}", flush=True)
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
     reporter = None

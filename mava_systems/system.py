@@ -7,6 +7,7 @@ limit), trainer, evaluator, optional caches, and executors that read their
 variables round-robin from the caches (or from the trainer when there are none).
 """
 
+import dataclasses
 import datetime
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -19,7 +20,7 @@ from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   move_aside, read_status)
+                                                   move_aside, read_status, save_run_config)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -37,6 +38,8 @@ class DistributedSystem:
     """Base of every system: holds the counts and run directory, builds the program."""
 
     executors_group = "executor"
+    # The system's hyper-parameter dataclass (e.g. `MADQNConfig`), set by subclasses.
+    config: Any = None
     trainer_group = "trainer"
     steps_key = "executor_steps"
 
@@ -71,8 +74,17 @@ class DistributedSystem:
         return {"system": self._name, "num_executors": self._num_executors,
                 "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
 
+    def run_config(self) -> Dict[str, Any]:
+        """The settings of this launch: saved as <run_dir>/config.json and printed at start."""
+        settings: Dict[str, Any] = {
+            "system": self._name, "run_dir": self.run_dir, "num_executors": self._num_executors,
+            "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
+        if dataclasses.is_dataclass(self.config):
+            settings["config"] = dataclasses.asdict(self.config)
+        return settings
+
     def prepare_run_dir(self, start_fresh: bool = False) -> Tuple[RunStatus, List[str]]:
-        """Checks the run directory can hold this run, saves run.json, and reads where it stands.
+        """Checks the run directory can hold this run, saves run.json and config.json, and reads where it stands.
 
         With `start_fresh`, an existing run in the directory is first moved
         aside to `<run_dir>.old-<n>` (never deleted). Returns the run's status
@@ -87,6 +99,7 @@ class DistributedSystem:
             if moved_to:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
         changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
+        save_run_config(self.run_dir, self.run_config())
         return read_status(self.run_dir), changed
 
     # Nodes every system shares.

@@ -102,6 +102,17 @@ class MADQN(DistributedSystem):
             **{f"config.{key}": value for key, value in dataclasses.asdict(self.config).items()},
         }
 
+    def run_config(self) -> Dict[str, Any]:
+        """The launch settings, with the environment's name and arguments and the schedules."""
+        settings = super().run_config()
+        config = settings.pop("config")  # Listed last, after the environment.
+        settings.update(
+            environment=getattr(self._environment_factory, "name", None),
+            environment_kwargs=getattr(self._environment_factory, "env_kwargs", None),
+            exploration_schedules=[repr(schedule) for schedule in self.exploration_schedules],
+            config=config)
+        return settings
+
     def replay(self):
         """The replay tables."""
         return self.builder.make_replay_tables()
