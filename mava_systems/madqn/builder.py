@@ -24,6 +24,9 @@ REPLAY_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
 class MADQNBuilder:
     """Builds each MADQN component; override one method to change one component."""
 
+    # The trainer `make_trainer` makes: a subclass changes the loss without copying the method.
+    trainer_class = MADQNTrainer
+
     def __init__(self, config: MADQNConfig, environment_spec: MAEnvironmentSpec,
                  agent_networks: dict, network_factory: QNetworkFactory, run_dir: str):
         self.config = config
@@ -90,7 +93,7 @@ class MADQNBuilder:
                 Checkpointing, run_dir=self.run_dir, node="trainer",
                 interval_s=config.checkpoint_interval_s,
                 max_to_keep=config.max_checkpoints_to_keep)
-        return MADQNTrainer(
+        return self.trainer_class(
             networks=networks,
             dataset=dataset,
             discount=config.discount,
