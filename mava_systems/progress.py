@@ -180,6 +180,10 @@ class ProgressReporter:
     def start(self) -> None:
         """Starts reporting every interval in a daemon thread."""
         self._start = self._clock()
+        # The counts at launch (0, or a resumed run's) start the rate, so that a run
+        # shorter than one interval still gets one in its final line.
+        snapshot = read_snapshot(self._run_dir)
+        self._rate.observe(self._start, snapshot.executor_steps if snapshot else 0)
         self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
         self._thread.start()
 
