@@ -96,3 +96,29 @@ def test_plot_draws_the_real_run(short_run, tmp_path):
     assert plot.main([run_dir, "--out", out, "--width", "800", "--height", "500"]) == 0
     assert png_size(out) == (800, 500)
     assert os.path.getsize(out) > 10_000
+
+
+def test_every_node_logs_the_same_keys_to_csv_and_tensorboard(short_run):
+    """One naming scheme: snake_case quantities, `/<agent or network>` for a per-part value."""
+    from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=import-outside-toplevel
+    run_dir, _ = short_run
+    expected = {
+        "executor_0": {"episode_return", "episode_length", "episode_return/agent_0",
+                       "episode_return/agent_1", "epsilon", "steps_per_second"},
+        "evaluator": {"evaluation_return", "evaluation_return_std", "evaluation_episode_length",
+                      "evaluation_return/agent_0", "evaluation_return/agent_1"},
+        "trainer": {"loss/agent", "q_value/agent", "gradient_norm/agent", "replay_size",
+                    "step_time_s"},
+    }
+    counts = {"executor_steps", "executor_episodes", "trainer_steps", "evaluator_steps",
+              "evaluator_episodes"}
+    for node, keys in expected.items():
+        with open(os.path.join(run_dir, "logs", node, "logs.csv")) as csv_file:
+            columns = set(csv_file.readline().strip().split(","))
+        assert columns == keys | counts, node
+        assert all(re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)?", column) for column in columns)
+        events = event_accumulator.EventAccumulator(os.path.join(run_dir, "tensorboard", node))
+        events.Reload()
+        steps_key = "trainer_steps" if node == "trainer" else "executor_steps"
+        tags = set(events.Tags()["tensors"])
+        assert tags == {f"{node}/{column}" for column in columns - {steps_key}}, node

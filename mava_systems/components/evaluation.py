@@ -26,10 +26,17 @@ class Evaluator:
     def evaluate(self) -> dict:
         """Fetches the latest variables, plays one round and logs its summary."""
         self._executor.update(wait=True)
-        returns = [self._loop.run_episode()["episode_return"] for _ in range(self._episodes)]
+        episodes = [self._loop.run_episode() for _ in range(self._episodes)]
+        returns = [episode["episode_return"] for episode in episodes]
         result = {
             "evaluation_return": float(np.mean(returns)),
             "evaluation_return_std": float(np.std(returns)),
+            "evaluation_episode_length": float(np.mean([episode["episode_length"]
+                                                        for episode in episodes])),
+            # Per agent, as the executors' `episode_return/<agent>`.
+            **{key.replace("episode_return/", "evaluation_return/"): float(np.mean(
+                [episode.get(key, 0.0) for episode in episodes]))
+               for key in episodes[0] if key.startswith("episode_return/")},
             **complete_counts(self._counter.get_counts()),
         }
         self._logger.write(result)

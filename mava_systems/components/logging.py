@@ -5,7 +5,7 @@ import sys
 from typing import Optional
 
 from acme.utils import loggers
-from acme.utils.loggers import tf_summary
+import tensorflow as tf
 
 from mava_systems.progress import CLEAR_LINE
 
@@ -19,19 +19,46 @@ def print_log_line(text: str) -> None:
     print((CLEAR_LINE if sys.stdout.isatty() else "") + text, flush=True)
 
 
+class TensorBoardLogger(loggers.Logger):
+    """Writes each row's values as TensorBoard scalars tagged `<label>/<key>`.
+
+    The tags are the CSV's column names (Acme's `TFSummaryLogger` title-cases
+    them: `q_value/agent_0` would become `QValue/Agent0`). The step is the row's
+    `steps_key` value, or the row's index without one.
+    """
+
+    def __init__(self, logdir: str, label: str, steps_key: Optional[str] = None):
+        self._summary = tf.summary.create_file_writer(logdir)
+        self._label = label
+        self._steps_key = steps_key
+        self._rows = 0
+
+    def write(self, values: loggers.LoggingData) -> None:
+        step = values.get(self._steps_key, self._rows) if self._steps_key else self._rows
+        with self._summary.as_default():
+            for key, value in values.items():
+                if key != self._steps_key:
+                    tf.summary.scalar(f"{self._label}/{key}", value, step=int(step))
+        self._rows += 1
+
+    def close(self) -> None:
+        self._summary.close()
+
+
 def make_logger(
     run_dir: str,
     label: str,
     terminal_interval_s: float = 10.0,
     steps_key: Optional[str] = None,
 ) -> loggers.Logger:
-    """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard."""
+    """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard.
+
+    CSV columns and TensorBoard tags (after `<label>/`) are the row's keys.
+    """
     destinations = [
         loggers.TerminalLogger(label=label, print_fn=print_log_line, time_delta=terminal_interval_s),
         # Flushed on every row: the launcher's progress line and live plots read these files.
         loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False, flush_every=1),
-        tf_summary.TFSummaryLogger(
-            logdir=os.path.join(run_dir, "tensorboard", label), label=label, steps_key=steps_key
-        ),
+        TensorBoardLogger(os.path.join(run_dir, "tensorboard", label), label, steps_key),
     ]
     return loggers.NoneFilter(loggers.Dispatcher(destinations))
