@@ -95,33 +95,29 @@ def plot_learning_curves(curves: Sequence[LearningCurve], out: str, window: Opti
                          title: str = "Evaluator return", width_px: int = 1000,
                          height_px: int = 600, dpi: int = 100) -> str:
     """Draws `curves` on one figure and saves it as a `width_px` x `height_px` PNG at `out`."""
-    import matplotlib  # pylint: disable=import-outside-toplevel
-    matplotlib.use("Agg")
-    from matplotlib import pyplot  # pylint: disable=import-outside-toplevel
+    # A Figure without pyplot: no global backend or figure registry is touched.
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
 
-    figure, axes = pyplot.subplots(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
-    try:
-        for index, curve in enumerate(curves):
-            color = f"C{index % 10}"
-            curve_window = window or default_window(len(curve.steps))
-            mean = smooth(curve.returns, curve_window)
-            spread = smooth(curve.return_stds, curve_window)
-            axes.plot(curve.steps, curve.returns, color=color, alpha=0.25, linewidth=1)
-            axes.fill_between(curve.steps, mean - spread, mean + spread, color=color, alpha=0.2,
-                              linewidth=0)
-            axes.plot(curve.steps, mean, color=color, linewidth=2,
-                      label=f"{curve.label} ({len(curve.steps)} evaluations)")
-        axes.set_xlabel("executor steps")
-        axes.set_ylabel("evaluator return (mean ± std per round)")
-        axes.set_title(title)
-        axes.grid(True, alpha=0.3)
-        axes.legend(loc="best")
-        figure.tight_layout()
-        directory = os.path.dirname(os.path.abspath(out))
-        os.makedirs(directory, exist_ok=True)
-        figure.savefig(out, dpi=dpi, format="png")
-    finally:
-        pyplot.close(figure)
+    figure = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
+    axes = figure.subplots()
+    for index, curve in enumerate(curves):
+        color = f"C{index % 10}"
+        curve_window = window or default_window(len(curve.steps))
+        mean = smooth(curve.returns, curve_window)
+        spread = smooth(curve.return_stds, curve_window)
+        axes.plot(curve.steps, curve.returns, color=color, alpha=0.25, linewidth=1)
+        axes.fill_between(curve.steps, mean - spread, mean + spread, color=color, alpha=0.2,
+                          linewidth=0)
+        axes.plot(curve.steps, mean, color=color, linewidth=2,
+                  label=f"{curve.label} ({len(curve.steps)} evaluations)")
+    axes.set_xlabel("executor steps")
+    axes.set_ylabel("evaluator return (mean ± std per round)")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best")
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    figure.savefig(out, dpi=dpi, format="png")
     return out
 
 

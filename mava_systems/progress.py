@@ -159,8 +159,8 @@ class ProgressReporter:
         self._stop_event = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
-    def line(self) -> str:
-        """Reads the logs and returns the current progress line."""
+    def _read_line(self) -> str:
+        """Reads the logs, updates the step rate and returns the current progress line."""
         now = self._clock()
         snapshot = read_snapshot(self._run_dir)
         if snapshot is not None:
@@ -169,7 +169,7 @@ class ProgressReporter:
 
     def report(self) -> str:
         """Writes the current progress line (in place on a terminal) and returns it."""
-        line = self.line()
+        line = self._read_line()
         if self._is_tty:
             self._stream.write(CLEAR_LINE + line)
         else:
