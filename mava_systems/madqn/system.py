@@ -130,15 +130,16 @@ class MADQN(DistributedSystem):
     def evaluator(self, variable_source, counter):
         """The greedy evaluator, acting with the source's latest variables."""
         networks = self.builder.make_networks()
+        variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_executor(
-            networks, ConstantEpsilon(0.0),
-            variable_client=self.builder.make_variable_client(variable_source, networks),
+            networks, ConstantEpsilon(0.0), variable_client=variable_client,
             seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         counter = counting.Counter(counter, prefix="evaluator")
         loop = EnvironmentLoop(environment, executor, counter)
-        return Evaluator(loop, executor, counter, self._logger("evaluator", "executor_steps"),
+        return Evaluator(loop, variable_client.update_and_wait, counter,
+                         self._logger("evaluator", "executor_steps"),
                          self.config.evaluation_episodes, self.config.evaluation_interval_s)
 
     def executor(self, executor_id, replay, variable_source, counter):
