@@ -114,22 +114,22 @@ def format_progress(snapshot: Optional[ProgressSnapshot], max_steps: Optional[in
     return " | ".join(parts)
 
 
-class StepRate:
-    """Executor steps per second over the last `window_s` seconds of observations."""
+class CountRate:
+    """A growing count's rate per second over the last `window_s` seconds of observations."""
 
     def __init__(self, window_s: float = RATE_WINDOW_S):
         self._window_s = window_s
-        self._samples: Deque[Tuple[float, int]] = collections.deque()
+        self._samples: Deque[Tuple[float, float]] = collections.deque()
 
-    def observe(self, now: float, steps: int) -> Optional[float]:
-        """Records `steps` at time `now` and returns the rate, None before two samples apart."""
-        self._samples.append((now, steps))
+    def observe(self, now: float, count: float) -> Optional[float]:
+        """Records `count` at time `now` and returns the rate, None before two samples apart."""
+        self._samples.append((now, count))
         while len(self._samples) > 2 and now - self._samples[1][0] >= self._window_s:
             self._samples.popleft()
-        (first_time, first_steps), (last_time, last_steps) = self._samples[0], self._samples[-1]
+        (first_time, first_count), (last_time, last_count) = self._samples[0], self._samples[-1]
         if last_time <= first_time:
             return None
-        return (last_steps - first_steps) / (last_time - first_time)
+        return (last_count - first_count) / (last_time - first_time)
 
 
 class ProgressReporter:
@@ -154,7 +154,7 @@ class ProgressReporter:
         self._interval_s = interval_s
         self._clock = clock
         self._start = clock()
-        self._rate = StepRate()
+        self._rate = CountRate()
         self._steps_per_s: Optional[float] = None
         self._stop_event = threading.Event()
         self._thread: Optional[threading.Thread] = None

@@ -53,7 +53,7 @@ def test_format_without_a_limit_rate_or_evaluation():
 
 
 def test_step_rate_uses_a_sliding_window():
-    rate = progress.StepRate(window_s=10.0)
+    rate = progress.CountRate(window_s=10.0)
     assert rate.observe(0.0, 0) is None
     assert rate.observe(5.0, 500) == pytest.approx(100.0)
     assert rate.observe(10.0, 1000) == pytest.approx(100.0)

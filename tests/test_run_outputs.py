@@ -112,7 +112,7 @@ def test_every_node_logs_the_same_keys_to_csv_and_tensorboard(short_run):
                     "step_time_s"},
     }
     counts = {"executor_steps", "executor_episodes", "trainer_steps", "evaluator_steps",
-              "evaluator_episodes"}
+              "evaluator_episodes", "executor_steps_per_second", "trainer_steps_per_second"}
     for node, keys in expected.items():
         with open(os.path.join(run_dir, "logs", node, "logs.csv")) as csv_file:
             columns = set(csv_file.readline().strip().split(","))

@@ -1,13 +1,18 @@
 """Loggers for every node: terminal, CSV under <run_dir>/logs/<label>/, TensorBoard under <run_dir>/tensorboard/<label>/."""
 
+import math
 import os
 import sys
-from typing import Optional
+import time
+from typing import Callable, Dict, Optional, Sequence
 
 from acme.utils import loggers
 import tensorflow as tf
 
-from mava_systems.progress import CLEAR_LINE
+from mava_systems.progress import CLEAR_LINE, CountRate
+
+# Program-wide counts whose rates every row carries, as `<count>_per_second`.
+RATE_KEYS = ("executor_steps", "trainer_steps")
 
 
 def print_log_line(text: str) -> None:
@@ -45,6 +50,35 @@ class TensorBoardLogger(loggers.Logger):
         self._summary.close()
 
 
+class CountRateLogger(loggers.Logger):
+    """Adds `<count>_per_second` for each of `keys` to every row, over the last `window_s` seconds.
+
+    The rate is NaN until two rows were written (never missing: CSV columns are
+    fixed by the first row). With the program-wide counts every row carries,
+    `executor_steps_per_second` is also replay's insert rate (one n-step
+    transition per executor step) and `trainer_steps_per_second` times the batch
+    size its sample rate.
+    """
+
+    def __init__(self, to: loggers.Logger, keys: Sequence[str] = RATE_KEYS,
+                 window_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self._to = to
+        self._rates: Dict[str, CountRate] = {key: CountRate(window_s) for key in keys}
+        self._clock = clock
+
+    def write(self, values: loggers.LoggingData) -> None:
+        now = self._clock()
+        rates = {}
+        for key, rate in self._rates.items():
+            if key in values:
+                per_second = rate.observe(now, values[key])
+                rates[f"{key}_per_second"] = math.nan if per_second is None else per_second
+        self._to.write({**values, **rates})
+
+    def close(self) -> None:
+        self._to.close()
+
+
 def make_logger(
     run_dir: str,
     label: str,
@@ -53,7 +87,8 @@ def make_logger(
 ) -> loggers.Logger:
     """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard.
 
-    CSV columns and TensorBoard tags (after `<label>/`) are the row's keys.
+    CSV columns and TensorBoard tags (after `<label>/`) are the row's keys; every row
+    also gets the program-wide rates of `RATE_KEYS` (see `CountRateLogger`).
     """
     destinations = [
         loggers.TerminalLogger(label=label, print_fn=print_log_line, time_delta=terminal_interval_s),
@@ -61,4 +96,4 @@ def make_logger(
         loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False, flush_every=1),
         TensorBoardLogger(os.path.join(run_dir, "tensorboard", label), label, steps_key),
     ]
-    return loggers.NoneFilter(loggers.Dispatcher(destinations))
+    return CountRateLogger(loggers.NoneFilter(loggers.Dispatcher(destinations)))
