@@ -11,7 +11,7 @@ from absl import app, flags
 import launchpad as lp
 
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
-from mava_systems.progress import ProgressReporter
+from mava_systems.progress import reporting_progress
 import wrappers
 
 FLAGS = flags.FLAGS
@@ -134,16 +134,8 @@ def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bo
           f"{format_run_config(system.run_config())}", flush=True)
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
-    reporter = None
-    if progress_interval_s != 0:
-        reporter = ProgressReporter(system.run_dir, system.max_executor_steps,
-                                    interval_s=progress_interval_s)
-        reporter.start()
-    try:
+    with reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s):
         launch(system.build(), launch_type)
-    finally:
-        if reporter is not None:
-            reporter.stop()
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)

@@ -8,6 +8,7 @@ carries the program-wide counts, and the newest row of
 """
 
 import collections
+import contextlib
 import csv
 import dataclasses
 import glob
@@ -16,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, Deque, Dict, Optional, TextIO, Tuple
+from typing import Callable, Deque, Dict, Iterator, Optional, TextIO, Tuple
 
 TTY_INTERVAL_S = 1.0
 PLAIN_INTERVAL_S = 30.0
@@ -200,3 +201,21 @@ class ProgressReporter:
     def _run(self) -> None:
         while not self._stop_event.wait(self._interval_s):
             self.report()
+
+
+@contextlib.contextmanager
+def reporting_progress(run_dir: str, max_steps: Optional[int],
+                       interval_s: Optional[float] = None) -> Iterator[None]:
+    """Reports the run's progress while the body runs, and a final line after it.
+
+    `interval_s` None picks the default of `ProgressReporter`; 0 reports nothing.
+    """
+    if interval_s == 0:
+        yield
+        return
+    reporter = ProgressReporter(run_dir, max_steps, interval_s=interval_s)
+    reporter.start()
+    try:
+        yield
+    finally:
+        reporter.stop()

@@ -38,10 +38,10 @@ class DistributedSystem:
     """Base of every system: holds the counts and run directory, builds the program."""
 
     executors_group = "executor"
-    # The system's hyper-parameter dataclass (e.g. `MADQNConfig`), set by subclasses.
-    config: Any = None
     trainer_group = "trainer"
     steps_key = "executor_steps"
+    # The system's hyper-parameter dataclass (e.g. `MADQNConfig`), set by subclasses.
+    config: Any = None
 
     def __init__(self, num_executors: int, num_caches: int,
                  max_executor_steps: Optional[int], run_dir: Optional[str],

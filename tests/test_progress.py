@@ -136,3 +136,12 @@ def test_on_a_terminal_one_line_is_rewritten_in_place(tmp_path):
     updates = output.rstrip("\n").split("\r\x1b[K")[1:]
     assert len(updates) >= 3
     assert all(update.startswith("executor steps 10 | episodes 1 |") for update in updates)
+
+
+def test_reporting_progress_writes_a_final_line_unless_turned_off(tmp_path, capsys):
+    with progress.reporting_progress(str(tmp_path), 100, interval_s=60):
+        pass
+    assert capsys.readouterr().out.startswith("Progress: waiting for the first executor episode")
+    with progress.reporting_progress(str(tmp_path), 100, interval_s=0):
+        pass
+    assert capsys.readouterr().out == ""
