@@ -46,7 +46,7 @@ def read_last_row(path: str) -> Optional[Dict[str, str]]:
             start = max(csv_file.tell(), size - _TAIL_BYTES)
             csv_file.seek(start)
             tail = csv_file.read(size - start)
-    except FileNotFoundError:
+    except OSError:  # Not there yet, or unreadable: no progress from it this time.
         return None
     lines = tail.split(b"\n")[:-1]  # The piece after the last newline may be half written.
     if start > len(header):
@@ -54,7 +54,10 @@ def read_last_row(path: str) -> Optional[Dict[str, str]]:
     if not lines or lines[-1] == header.rstrip(b"\n"):
         return None
     text = (header + lines[-1] + b"\n").decode("utf-8", errors="replace")
-    return next(csv.DictReader(io.StringIO(text)), None)
+    try:
+        return next(csv.DictReader(io.StringIO(text)), None)
+    except csv.Error:
+        return None
 
 
 def _number(row: Dict[str, str], key: str) -> Optional[float]:
