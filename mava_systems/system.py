@@ -70,12 +70,12 @@ class DistributedSystem:
     identity_keys = ["system", "environment", "agents", "network_variables"]
 
     def description(self) -> Dict[str, Any]:
-        """What this run is: saved as <run_dir>/run.json and compared on every launch."""
+        """What this run is: saved as `<run_dir>/run.json` and compared on every launch."""
         return {"system": self._name, "num_executors": self._num_executors,
                 "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
 
     def run_config(self) -> Dict[str, Any]:
-        """The settings of this launch: saved as <run_dir>/config.json and printed at start."""
+        """The settings of this launch: saved as `<run_dir>/config.json` and printed at start."""
         settings: Dict[str, Any] = {
             "system": self._name, "run_dir": self.run_dir, "num_executors": self._num_executors,
             "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}

@@ -1,4 +1,4 @@
-"""Periodic checkpoints of one node's state under <run_dir>/checkpoints/<node>/."""
+"""Periodic checkpoints of one node's state under `<run_dir>/checkpoints/<node>/`."""
 
 import os
 from typing import Any, Mapping, Optional

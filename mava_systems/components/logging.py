@@ -1,4 +1,4 @@
-"""Loggers for every node: terminal, CSV under <run_dir>/logs/<label>/, TensorBoard under <run_dir>/tensorboard/<label>/."""
+"""Loggers for every node: terminal, CSV under `<run_dir>/logs/<label>/`, TensorBoard under `<run_dir>/tensorboard/<label>/`."""
 
 import math
 import os

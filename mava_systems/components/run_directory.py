@@ -105,7 +105,7 @@ def check_and_save_description(run_dir: str, description: Mapping[str, Any],
 
 
 def save_run_config(run_dir: str, run_config: Mapping[str, Any]) -> str:
-    """Writes the settings a run was launched with as <run_dir>/config.json; returns its path."""
+    """Writes the settings a run was launched with as `<run_dir>/config.json`; returns its path."""
     path = os.path.join(run_dir, CONFIG_FILE)
     os.makedirs(run_dir, exist_ok=True)
     with open(path + ".tmp", "w") as config_file:

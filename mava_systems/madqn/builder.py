@@ -85,7 +85,7 @@ class MADQNBuilder:
     def make_trainer(self, networks: MADQNNetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MADQNTrainer:
-        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+        """The trainer, checkpointed under `<run_dir>/checkpoints/trainer/` when `checkpoint`."""
         config = self.config
         make_checkpointing = None
         if checkpoint:

@@ -54,7 +54,7 @@ class MADQN(DistributedSystem):
           config: hyper-parameters.
           exploration_schedules: one `schedule(step) -> epsilon` per executor;
             by default constant epsilons spread log-uniformly as in Acme's DQN.
-          run_dir: where logs and checkpoints go (default: runs/madqn-<time>).
+          run_dir: where logs and checkpoints go (default: `runs/madqn-<time>`).
         """
         self.config = config or MADQNConfig()
         super().__init__(num_executors, num_caches, max_executor_steps, run_dir,
