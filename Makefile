@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
-.PHONY: run test venv clean-venv
+.PHONY: run test docs venv clean-venv
 
 venv: $(STAMP)
 
@@ -24,6 +24,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+# The documentation site (into site/); warnings are errors. tests/test_docs.py builds it too.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 clean-venv:
 	rm -rf $(VENV)

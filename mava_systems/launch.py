@@ -11,6 +11,8 @@ from typing import Any, Callable, Optional, Sequence, Type, TypeVar
 from absl import app, flags
 import launchpad as lp
 
+from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
+from mava_systems.progress import reporting_progress
 import wrappers
 
 FLAGS = flags.FLAGS
@@ -30,6 +32,9 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000) -> 
     flags.DEFINE_boolean("start_fresh", False,
                          "Start a new run even if --run_dir holds one (the old one is moved "
                          "to <run_dir>.old-<n>, not deleted).")
+    flags.DEFINE_float("progress_interval_s", None,
+                       "Seconds between progress lines (default: 1, updating one line, on a "
+                       "terminal; 30 otherwise; 0: no progress lines).")
 
 
 def define_config_flags(config_class: Type[Any]) -> None:
@@ -128,20 +133,31 @@ def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:
     return status
 
 
-def launch_and_wait(system: Any, launch_type: Optional[str] = None) -> None:
-    """Builds and launches a prepared `system` and waits for it, saying where its output goes."""
+def launch_and_wait(system: Any, launch_type: Optional[str] = None,
+                    progress_interval_s: Optional[float] = None) -> None:
+    """Builds and launches a prepared `system` and waits for it, saying where its output goes.
+
+    While it runs, a progress line is kept up to date (see `mava_systems.progress`)
+    every `progress_interval_s` seconds (default: `--progress_interval_s` if
+    defined, else 1 on a terminal and 30 otherwise; 0: none).
+    """
     launch_type = launch_type or FLAGS.lp_launch_type
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
-    print(f"Run directory: {system.run_dir} (launch type {launch_type}); "
-          f"configuration in {os.path.join(system.run_dir, 'run.json')}", flush=True)
-    launch(system.build(), launch_type)
+    print(f"Run directory: {system.run_dir} (launch type {launch_type})", flush=True)
+    print(f"Configuration (saved in {os.path.join(system.run_dir, CONFIG_FILE)}):\n"
+          f"{format_run_config(system.run_config())}", flush=True)
+    if progress_interval_s is None and "progress_interval_s" in FLAGS:
+        progress_interval_s = FLAGS.progress_interval_s
+    with reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s):
+        launch(system.build(), launch_type)
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)
 
 
-def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None) -> None:
+def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None,
+        progress_interval_s: Optional[float] = None) -> None:
     """Prepares the run directory of `system`, then launches it and waits for it to finish."""
     prepare(system, start_fresh)
-    launch_and_wait(system, launch_type)
+    launch_and_wait(system, launch_type, progress_interval_s)

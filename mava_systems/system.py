@@ -7,6 +7,7 @@ limit), trainer, evaluator, optional caches, and executors that read their
 variables round-robin from the caches (or from the trainer when there are none).
 """
 
+import dataclasses
 import datetime
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -21,7 +22,7 @@ from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
                                                    drop_partial_log_rows, move_aside,
-                                                   read_status)
+                                                   read_status, save_run_config)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -41,6 +42,8 @@ class DistributedSystem:
     executors_group = "executor"
     trainer_group = "trainer"
     steps_key = "executor_steps"
+    # The system's hyper-parameter dataclass (e.g. `MADQNConfig`), set by subclasses.
+    config: Any = None
 
     def __init__(self, num_executors: int, num_caches: int,
                  max_executor_steps: Optional[int], run_dir: Optional[str],
@@ -60,16 +63,30 @@ class DistributedSystem:
         """How many executor nodes the program has."""
         return self._num_executors
 
+    @property
+    def max_executor_steps(self) -> Optional[int]:
+        """The executor step count at which the program stops (None: never)."""
+        return self._max_executor_steps
+
     # Entries of `description()` a resumed run must share with the saved one.
     identity_keys = ["system", "environment", "agents", "network_variables"]
 
     def description(self) -> Dict[str, Any]:
-        """What this run is: saved as <run_dir>/run.json and compared on every launch."""
+        """What this run is: saved as `<run_dir>/run.json` and compared on every launch."""
         return {"system": self._name, "num_executors": self._num_executors,
                 "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
 
+    def run_config(self) -> Dict[str, Any]:
+        """The settings of this launch: saved as `<run_dir>/config.json` and printed at start."""
+        settings: Dict[str, Any] = {
+            "system": self._name, "run_dir": self.run_dir, "num_executors": self._num_executors,
+            "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
+        if dataclasses.is_dataclass(self.config):
+            settings["config"] = dataclasses.asdict(self.config)
+        return settings
+
     def prepare_run_dir(self, start_fresh: bool = False) -> Tuple[RunStatus, List[str]]:
-        """Checks the run directory can hold this run, saves run.json, and reads where it stands.
+        """Checks the run directory can hold this run, saves run.json and config.json, and reads where it stands.
 
         With `start_fresh`, an existing run in the directory is first moved
         aside to `<run_dir>.old-<n>` (never deleted). Returns the run's status
@@ -84,6 +101,7 @@ class DistributedSystem:
             if moved_to:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
         changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
+        save_run_config(self.run_dir, self.run_config())
         status = read_status(self.run_dir)
         for path in drop_partial_log_rows(self.run_dir):
             logging.warning("Dropped the unfinished last row of %s (the run was killed)", path)

@@ -1,4 +1,4 @@
-"""Environment names ("<family>/<env>") and picklable factories building wrapped environments."""
+"""Environment names (`"<family>/<env>"`) and picklable factories building wrapped environments."""
 
 import importlib
 from typing import Any, Dict, List, NamedTuple, Optional
@@ -111,7 +111,7 @@ class EnvironmentFactory:
 
 
 def make_environment_factory(name: str, **env_kwargs: Any) -> EnvironmentFactory:
-    """A factory for the environment `name` ("<family>/<env>", see `available_environments`).
+    """A factory for the environment `name` (`"<family>/<env>"`, see `available_environments`).
 
     Raises ValueError, listing the available names, if `name` is unknown.
     """

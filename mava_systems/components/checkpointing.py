@@ -1,4 +1,4 @@
-"""Periodic, atomic checkpoints of one node's state under <run_dir>/checkpoints/<node>/.
+"""Periodic, atomic checkpoints of one node's state under `<run_dir>/checkpoints/<node>/`.
 
 TensorFlow writes a checkpoint's data files before it records the checkpoint in
 the directory's index (`checkpoint`), with an atomic rename: a process killed

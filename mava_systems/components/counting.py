@@ -11,7 +11,7 @@ from mava_systems.components.lifecycle import keep_serving_after_stop
 
 
 class CheckpointedCounter(counting.Counter):
-    """An Acme counter whose counts are saved under <run_dir>/checkpoints/counter/."""
+    """An Acme counter whose counts are saved under `<run_dir>/checkpoints/counter/`."""
 
     def __init__(self, run_dir: Optional[str] = None, checkpoint_interval_s: float = 300.0,
                  max_checkpoints_to_keep: int = 3):

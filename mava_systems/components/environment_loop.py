@@ -52,10 +52,14 @@ class EnvironmentLoop:
         self._executor.observe_first(timestep)
         agents = list(timestep.observation)
         returns = np.zeros(len(agents), dtype=np.float64)
+        # Per agent, the steps it could act in (any legal action): all of them for agents
+        # that stay in a parallel environment, its own turns in a turn-based one.
+        lengths = np.zeros(len(agents), dtype=np.int64)
         steps = 0
         while not timestep.last():
             if self._stop_event.is_set():
                 raise ProgramStopping()
+            lengths += [np.any(timestep.observation[agent].legal_actions) for agent in agents]
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._environment.step(actions)
             self._executor.observe(actions, timestep)
@@ -71,6 +75,7 @@ class EnvironmentLoop:
             "episode_return": float(returns.sum()),
             "steps_per_second": steps / elapsed if elapsed > 0 else 0.0,
             **{f"episode_return/{agent}": float(value) for agent, value in zip(agents, returns)},
+            **{f"episode_length/{agent}": int(value) for agent, value in zip(agents, lengths)},
             **complete_counts(counts),
         }
         if self._extra_log_fn is not None:

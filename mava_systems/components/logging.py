@@ -1,10 +1,82 @@
-"""Loggers for every node: terminal, CSV under <run_dir>/logs/<label>/, TensorBoard under <run_dir>/tensorboard/<label>/."""
+"""Loggers for every node: terminal, CSV under `<run_dir>/logs/<label>/`, TensorBoard under `<run_dir>/tensorboard/<label>/`."""
 
+import math
 import os
-from typing import Optional
+import sys
+import time
+from typing import Callable, Dict, Optional, Sequence
 
 from acme.utils import loggers
-from acme.utils.loggers import tf_summary
+import tensorflow as tf
+
+from mava_systems.progress import CLEAR_LINE, CountRate
+
+# Program-wide counts whose rates every row carries, as `<count>_per_second`.
+RATE_KEYS = ("executor_steps", "trainer_steps")
+
+
+def print_log_line(text: str) -> None:
+    """Prints one terminal log line; on a terminal it first clears the live progress line.
+
+    The launcher's progress line (`mava_systems.progress`) leaves the cursor at
+    its end, so without the clear a log line would continue it.
+    """
+    print((CLEAR_LINE if sys.stdout.isatty() else "") + text, flush=True)
+
+
+class TensorBoardLogger(loggers.Logger):
+    """Writes each row's values as TensorBoard scalars tagged `<label>/<key>`.
+
+    The tags are the CSV's column names (Acme's `TFSummaryLogger` title-cases
+    them: `q_value/agent_0` would become `QValue/Agent0`). The step is the row's
+    `steps_key` value, or the row's index without one.
+    """
+
+    def __init__(self, logdir: str, label: str, steps_key: Optional[str] = None):
+        self._summary = tf.summary.create_file_writer(logdir)
+        self._label = label
+        self._steps_key = steps_key
+        self._rows = 0
+
+    def write(self, values: loggers.LoggingData) -> None:
+        step = values.get(self._steps_key, self._rows) if self._steps_key else self._rows
+        with self._summary.as_default():
+            for key, value in values.items():
+                if key != self._steps_key:
+                    tf.summary.scalar(f"{self._label}/{key}", value, step=int(step))
+        self._rows += 1
+
+    def close(self) -> None:
+        self._summary.close()
+
+
+class CountRateLogger(loggers.Logger):
+    """Adds `<count>_per_second` for each of `keys` to every row, over the last `window_s` seconds.
+
+    The rate is NaN until two rows were written (never missing: CSV columns are
+    fixed by the first row). With the program-wide counts every row carries,
+    `executor_steps_per_second` is also replay's insert rate (one n-step
+    transition per executor step) and `trainer_steps_per_second` times the batch
+    size its sample rate.
+    """
+
+    def __init__(self, to: loggers.Logger, keys: Sequence[str] = RATE_KEYS,
+                 window_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self._to = to
+        self._rates: Dict[str, CountRate] = {key: CountRate(window_s) for key in keys}
+        self._clock = clock
+
+    def write(self, values: loggers.LoggingData) -> None:
+        now = self._clock()
+        rates = {}
+        for key, rate in self._rates.items():
+            if key in values:
+                per_second = rate.observe(now, values[key])
+                rates[f"{key}_per_second"] = math.nan if per_second is None else per_second
+        self._to.write({**values, **rates})
+
+    def close(self) -> None:
+        self._to.close()
 
 
 def make_logger(
@@ -16,15 +88,15 @@ def make_logger(
 ) -> loggers.Logger:
     """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard.
 
-    The CSV file is flushed every `csv_flush_every` rows, so a killed run's logs
-    show how far it got.
+    CSV columns and TensorBoard tags (after `<label>/`) are the row's keys; every row
+    also gets the program-wide rates of `RATE_KEYS` (see `CountRateLogger`). The
+    CSV file is flushed every `csv_flush_every` rows: the launcher's progress line
+    and live plots read these files, and a killed run's logs show how far it got.
     """
     destinations = [
-        loggers.TerminalLogger(label=label, print_fn=print, time_delta=terminal_interval_s),
+        loggers.TerminalLogger(label=label, print_fn=print_log_line, time_delta=terminal_interval_s),
         loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False,
                           flush_every=csv_flush_every),
-        tf_summary.TFSummaryLogger(
-            logdir=os.path.join(run_dir, "tensorboard", label), label=label, steps_key=steps_key
-        ),
+        TensorBoardLogger(os.path.join(run_dir, "tensorboard", label), label, steps_key),
     ]
-    return loggers.NoneFilter(loggers.Dispatcher(destinations))
+    return CountRateLogger(loggers.NoneFilter(loggers.Dispatcher(destinations)))

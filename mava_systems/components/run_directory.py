@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import pickle
+import textwrap
 from typing import Any, Dict, List, Mapping, Optional
 
 from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
@@ -21,6 +22,7 @@ from mava_systems.components.replay_checkpointing import checkpoint_time, latest
 RUN_FILE = "run.json"
 # Replay and trainer checkpoints this close in time count as taken together.
 REPLAY_SKEW_S = 60.0
+CONFIG_FILE = "config.json"
 
 
 @dataclasses.dataclass
@@ -147,3 +149,28 @@ def check_and_save_description(run_dir: str, description: Mapping[str, Any],
         json.dump(description, run_file, indent=2, sort_keys=True)
     os.replace(path + ".tmp", path)
     return changed
+
+
+def save_run_config(run_dir: str, run_config: Mapping[str, Any]) -> str:
+    """Writes the settings a run was launched with as `<run_dir>/config.json`; returns its path."""
+    path = os.path.join(run_dir, CONFIG_FILE)
+    os.makedirs(run_dir, exist_ok=True)
+    with open(path + ".tmp", "w") as config_file:
+        json.dump(run_config, config_file, indent=2, default=str)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def format_run_config(run_config: Mapping[str, Any], width: int = 100) -> str:
+    """`key=value` pairs, wrapped and indented; the fields of `config` are listed unprefixed."""
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, default=str)
+
+    items = []
+    for key, value in run_config.items():
+        if key == "config" and isinstance(value, Mapping):
+            items.extend(f"{name}={text(item)}" for name, item in value.items())
+        else:
+            items.append(f"{key}={text(value)}")
+    return textwrap.fill(" ".join(items), width=width, initial_indent="  ",
+                         subsequent_indent="  ", break_on_hyphens=False)

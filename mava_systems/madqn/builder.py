@@ -28,6 +28,9 @@ REPLAY_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
 class MADQNBuilder:
     """Builds each MADQN component; override one method to change one component."""
 
+    # The trainer `make_trainer` makes: a subclass changes the loss without copying the method.
+    trainer_class = MADQNTrainer
+
     def __init__(self, config: MADQNConfig, environment_spec: MAEnvironmentSpec,
                  agent_networks: dict, network_factory: QNetworkFactory, run_dir: str):
         self.config = config
@@ -86,7 +89,7 @@ class MADQNBuilder:
     def make_trainer(self, networks: MADQNNetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MADQNTrainer:
-        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+        """The trainer, checkpointed under `<run_dir>/checkpoints/trainer/` when `checkpoint`."""
         config = self.config
         make_checkpointing = None
         if checkpoint:
@@ -98,7 +101,7 @@ class MADQNBuilder:
                 max_to_keep=config.max_checkpoints_to_keep,
                 before_save=(ReplayCheckpointRequest(replay_client, program_stop_event())
                              if replay_client is not None else None))
-        return MADQNTrainer(
+        return self.trainer_class(
             networks=networks,
             dataset=dataset,
             discount=config.discount,
@@ -107,6 +110,7 @@ class MADQNBuilder:
             target_update_period=config.target_update_period,
             importance_sampling_exponent=(config.importance_sampling_exponent
                                           if config.prioritized_replay else None),
+            huber_loss_parameter=config.huber_loss_parameter,
             replay_client=replay_client,
             replay_table=REPLAY_TABLE,
             counter=counter,

@@ -19,6 +19,9 @@ class MADQNConfig:
     max_gradient_norm: float = bounded(10.0, 0.0, low_inclusive=False,
                                        doc="Global-norm gradient clipping per network.")
     target_update_period: int = bounded(100, 1, doc="Trainer steps between target network copies.")
+    huber_loss_parameter: Optional[float] = bounded(
+        1.0, 0.0, low_inclusive=False, optional=True,
+        doc="TD errors beyond this get a linear (Huber) loss (None: squared error).")
     shared_weights: bool = True
     hidden_sizes: Tuple[int, ...] = (64, 64)
 

@@ -97,6 +97,7 @@ class MADQNExecutor:
         """Maps each agent's `OLT` observation to an action."""
         stacked = self._stack_observation(observations)
         if self._numpy_networks is not None:
+            self._sync_numpy_weights()
             epsilon = self.epsilon
             return self._stacker.unstack({
                 key: numpy_epsilon_greedy(self._numpy_networks[key](observation.observation),
@@ -124,18 +125,22 @@ class MADQNExecutor:
 
     def update(self, wait: bool = False) -> None:
         """Fetches the source's latest online variables every few steps (in the background)."""
+        if self._variable_client is not None:
+            self._variable_client.update(wait)
+
+    def _sync_numpy_weights(self) -> None:
+        """Re-reads the NumPy weights if the variable client copied new variables since."""
         if self._variable_client is None:
             return
-        self._variable_client.update(wait)
         version = getattr(self._variable_client, "version", None)
-        if version is None or version != self._weights_version:
+        if version is None or version != self._weights_version:  # None: no version to tell.
             self.refresh_weights()
             self._weights_version = version
 
     def refresh_weights(self) -> None:
         """Makes the NumPy acting path use the networks' current variables.
 
-        Called by `update` when the variable client has copied new variables;
+        Done before acting whenever the variable client has copied new variables;
         call it yourself after assigning the networks' variables by other means.
         """
         if self._numpy_networks is not None:

@@ -57,7 +57,7 @@ class MADQN(DistributedSystem):
           config: hyper-parameters.
           exploration_schedules: one `schedule(step) -> epsilon` per executor;
             by default constant epsilons spread log-uniformly as in Acme's DQN.
-          run_dir: where logs and checkpoints go (default: runs/madqn-<time>).
+          run_dir: where logs and checkpoints go (default: `runs/madqn-<time>`).
         """
         self.config = config or MADQNConfig()
         super().__init__(num_executors, num_caches, max_executor_steps, run_dir,
@@ -105,6 +105,17 @@ class MADQN(DistributedSystem):
             **{f"config.{key}": value for key, value in dataclasses.asdict(self.config).items()},
         }
 
+    def run_config(self) -> Dict[str, Any]:
+        """The launch settings, with the environment's name and arguments and the schedules."""
+        settings = super().run_config()
+        config = settings.pop("config")  # Listed last, after the environment.
+        settings.update(
+            environment=getattr(self._environment_factory, "name", None),
+            environment_kwargs=getattr(self._environment_factory, "env_kwargs", None),
+            exploration_schedules=[repr(schedule) for schedule in self.exploration_schedules],
+            config=config)
+        return settings
+
     def replay(self):
         """The replay tables."""
         return self.builder.make_replay_tables()
@@ -123,15 +134,16 @@ class MADQN(DistributedSystem):
     def evaluator(self, variable_source, counter):
         """The greedy evaluator, acting with the source's latest variables."""
         networks = self.builder.make_networks()
+        variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_executor(
-            networks, ConstantEpsilon(0.0),
-            variable_client=self.builder.make_variable_client(variable_source, networks),
+            networks, ConstantEpsilon(0.0), variable_client=variable_client,
             seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         counter = counting.Counter(counter, prefix="evaluator")
         loop = EnvironmentLoop(environment, executor, counter)
-        return Evaluator(loop, executor, counter, self._logger("evaluator", "executor_steps"),
+        return Evaluator(loop, variable_client.update_and_wait, counter,
+                         self._logger("evaluator", "executor_steps"),
                          self.config.evaluation_episodes, self.config.evaluation_interval_s)
 
     def executor(self, executor_id, replay, variable_source, counter):

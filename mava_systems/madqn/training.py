@@ -4,6 +4,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from acme import types as acme_types
+from acme.tf import losses
 from acme.utils import counting, loggers
 import numpy as np
 import reverb
@@ -41,6 +42,7 @@ class MADQNTrainer:
         max_gradient_norm: float,
         target_update_period: int,
         importance_sampling_exponent: Optional[float] = None,
+        huber_loss_parameter: Optional[float] = 1.0,
         replay_client: Optional[reverb.Client] = None,
         replay_table: str = "priority_table",
         counter: Optional[counting.Counter] = None,
@@ -54,6 +56,7 @@ class MADQNTrainer:
         self._max_gradient_norm = max_gradient_norm
         self._target_update_period = target_update_period
         self._importance_sampling_exponent = importance_sampling_exponent
+        self._huber_loss_parameter = huber_loss_parameter
         self._replay_client = replay_client
         self._replay_table = replay_table
         self._counter = counter or counting.Counter()
@@ -82,8 +85,9 @@ class MADQNTrainer:
                      ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """Double Q-learning loss and TD error per (transition, agent) of network `key`, and Q(s, .).
 
-        Replay holds each network's agents stacked ([B, A, ...]); they are
-        trained as one batch of B * A rows, batch-major.
+        The loss is the Huber loss of the TD error (squared error without a
+        `huber_loss_parameter`). Replay holds each network's agents stacked
+        ([B, A, ...]); they are trained as one batch of B * A rows, batch-major.
         """
         observation, next_observation = transitions.observation[key], transitions.next_observation[key]
         o_tm1 = observation_to_input(_merge_agents(observation.observation))
@@ -99,6 +103,8 @@ class MADQNTrainer:
         q_t_selector = mask_illegal(network(o_t), legal_t)
         loss, extra = trfl.double_qlearning(
             q_tm1, a_tm1, r_t, self._discount * d_t, q_t_value, q_t_selector)
+        if self._huber_loss_parameter is not None:
+            loss = losses.huber(extra.td_error, self._huber_loss_parameter)
         return loss, extra.td_error, q_tm1
 
     @tf.function

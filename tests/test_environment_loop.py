@@ -1,0 +1,49 @@
+"""What the environment loop logs per episode: totals and per-agent values."""
+
+import numpy as np
+import pytest
+
+from mava_systems.components.environment_loop import EnvironmentLoop
+import wrappers
+
+
+class RandomLegalExecutor:
+    """Picks a uniformly random legal action for every agent (any action if none is legal)."""
+
+    def __init__(self, seed=0):
+        self._rng = np.random.default_rng(seed)
+
+    def select_actions(self, observations):
+        actions = {}
+        for agent, observation in observations.items():
+            legal = np.flatnonzero(observation.legal_actions)
+            if not len(legal):
+                legal = np.arange(len(observation.legal_actions))
+            actions[agent] = int(self._rng.choice(legal))
+        return actions
+
+    def observe_first(self, timestep):
+        pass
+
+    def observe(self, actions, next_timestep):
+        pass
+
+    def update(self, wait=False):
+        pass
+
+
+@pytest.mark.parametrize("name", ["classic/tictactoe_v3", "debug/line_world_v0"])
+def test_episode_statistics_per_agent_and_in_total(name):
+    environment = wrappers.make_environment_factory(name)(seed=0)
+    result = EnvironmentLoop(environment, RandomLegalExecutor()).run_episode()
+    agents = environment.agents
+    per_agent_lengths = [result[f"episode_length/{agent}"] for agent in agents]
+    if name.startswith("classic"):
+        # Turn-based: every step is one agent's turn, and the first player moves first.
+        assert sum(per_agent_lengths) == result["episode_length"]
+        assert per_agent_lengths[0] - per_agent_lengths[1] in (0, 1)
+        assert 5 <= result["episode_length"] <= 9
+    else:
+        assert per_agent_lengths == [result["episode_length"]] * len(agents) == [10, 10]
+    assert result["episode_return"] == pytest.approx(
+        sum(result[f"episode_return/{agent}"] for agent in agents))

@@ -1,0 +1,125 @@
+"""What a run leaves for its user: the printed configuration and config.json, progress lines,
+and learning curves drawn from its real logs.
+
+One short `local_mt` run of the MPE example on `debug/line_world_v0` (a
+subprocess: Launchpad keeps process-wide state) is shared by the tests here.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from mava_systems import madqn, plot
+from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
+import wrappers
+
+from test_plot import png_size
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_STEPS = 600
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    """(run_dir, output) of a 600-step run whose output is not a terminal."""
+    run_dir = str(tmp_path_factory.mktemp("outputs") / "run")
+    command = [sys.executable, os.path.join(ROOT, "examples", "mpe", "run_madqn.py"),
+               "--lp_launch_type=local_mt", f"--run_dir={run_dir}", "--env=debug/line_world_v0",
+               f"--max_executor_steps={MAX_STEPS}", "--min_replay_size=100", "--batch_size=32",
+               "--n_step=3", "--evaluation_interval_s=0.5", "--progress_interval_s=1",
+               "--learning_rate=0.002"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=240)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    return run_dir, result.stdout
+
+
+def test_config_json_holds_every_setting_and_rebuilds_the_config(tmp_path):
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         max_executor_steps=123, num_caches=1,
+                         config=madqn.MADQNConfig(batch_size=16, hidden_sizes=(8,)),
+                         run_dir=str(tmp_path / "run"))
+    system.prepare_run_dir()
+    with open(tmp_path / "run" / CONFIG_FILE) as config_file:
+        saved = json.load(config_file)
+    assert {key: saved[key] for key in ("system", "environment", "num_executors", "num_caches",
+                                        "max_executor_steps")} == {
+        "system": "madqn", "environment": "debug/line_world_v0", "num_executors": 1,
+        "num_caches": 1, "max_executor_steps": 123}
+    assert set(saved["config"]) == {field.name for field in dataclasses.fields(madqn.MADQNConfig)}
+    rebuilt = madqn.MADQNConfig(**{**saved["config"],
+                                   "hidden_sizes": tuple(saved["config"]["hidden_sizes"])})
+    assert rebuilt == system.config
+
+
+def test_format_run_config_lists_config_fields_unprefixed():
+    text = format_run_config({"system": "madqn", "max_executor_steps": None,
+                              "config": {"batch_size": 16, "hidden_sizes": [8, 8]}}, width=40)
+    assert text.splitlines() == ["  system=madqn max_executor_steps=null",
+                                 "  batch_size=16 hidden_sizes=[8, 8]"]
+
+
+def test_a_run_prints_its_configuration_and_saves_it(short_run):
+    run_dir, output = short_run
+    assert f"Configuration (saved in {os.path.join(run_dir, CONFIG_FILE)}):" in output
+    assert "environment=debug/line_world_v0" in output and "batch_size=32" in output
+    with open(os.path.join(run_dir, CONFIG_FILE)) as config_file:
+        saved = json.load(config_file)
+    assert saved["config"]["learning_rate"] == 0.002 and saved["max_executor_steps"] == MAX_STEPS
+
+
+def test_a_run_without_a_terminal_prints_plain_progress_lines(short_run):
+    _, output = short_run
+    assert "\r" not in output
+    lines = [line for line in output.splitlines() if line.startswith("Progress: executor steps")]
+    assert len(lines) >= 3, output[-3000:]
+    steps = [int(re.search(r"executor steps ([\d,]+)/600", line).group(1).replace(",", ""))
+             for line in lines]
+    assert steps == sorted(steps) and steps[-1] >= MAX_STEPS
+    assert re.search(r"\| eval return -?\d+\.\d{3} \|", lines[-1])
+    assert re.search(r"\| \d+\.\d steps/s \| elapsed 0:0\d:\d\d \| remaining 0:00:00$", lines[-1])
+    assert output.index(lines[-1]) < output.index("Finished.")
+
+
+def test_plot_draws_the_real_run(short_run, tmp_path):
+    run_dir, _ = short_run
+    curve = plot.read_learning_curve(run_dir)
+    assert len(curve.steps) >= 3 and curve.steps[-1] > 0
+    out = str(tmp_path / "curves.png")
+    assert plot.main([run_dir, "--out", out, "--width", "800", "--height", "500"]) == 0
+    assert png_size(out) == (800, 500)
+    assert os.path.getsize(out) > 10_000
+
+
+def test_every_node_logs_the_same_keys_to_csv_and_tensorboard(short_run):
+    """One naming scheme: snake_case quantities, `/<agent or network>` for a per-part value."""
+    from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=import-outside-toplevel
+    run_dir, _ = short_run
+    expected = {
+        "executor_0": {"episode_return", "episode_length", "episode_return/agent_0",
+                       "episode_return/agent_1", "episode_length/agent_0",
+                       "episode_length/agent_1", "epsilon", "steps_per_second"},
+        "evaluator": {"evaluation_return", "evaluation_return_std", "evaluation_episode_length",
+                      "evaluation_return/agent_0", "evaluation_return/agent_1"},
+        "trainer": {"loss/agent", "q_value/agent", "gradient_norm/agent", "replay_size",
+                    "step_time_s"},
+    }
+    counts = {"executor_steps", "executor_episodes", "trainer_steps", "evaluator_steps",
+              "evaluator_episodes", "executor_steps_per_second", "trainer_steps_per_second"}
+    for node, keys in expected.items():
+        with open(os.path.join(run_dir, "logs", node, "logs.csv")) as csv_file:
+            columns = set(csv_file.readline().strip().split(","))
+        assert columns == keys | counts, node
+        assert all(re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)?", column) for column in columns)
+        events = event_accumulator.EventAccumulator(os.path.join(run_dir, "tensorboard", node))
+        events.Reload()
+        steps_key = "trainer_steps" if node == "trainer" else "executor_steps"
+        tags = set(events.Tags()["tensors"])
+        assert tags == {f"{node}/{column}" for column in columns - {steps_key}}, node

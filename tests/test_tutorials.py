@@ -1,0 +1,136 @@
+"""The documentation's tutorials run as written (docs/tutorials/*, included into the pages).
+
+Each tutorial runs as a subprocess with few executor steps; the Huber loss of
+tutorial 2 is also checked directly against a hand-made batch.
+"""
+
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from acme import types as acme_types
+import wrappers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TUTORIALS = os.path.join(ROOT, "docs", "tutorials")
+FAST = ["--lp_launch_type=local_mt", "--min_replay_size=100", "--batch_size=32",
+        "--evaluation_interval_s=0.5", "--progress_interval_s=0"]
+
+
+def run(command, timeout=300, **env):
+    """Runs `command` from the repository root; returns its output, failing on a non-zero exit."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy",
+               PYTHON=sys.executable, **env)
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"exit code {result.returncode}:\n{output[-5000:]}"
+    return result.stdout
+
+
+def read_csv(run_dir, node):
+    with open(os.path.join(run_dir, "logs", node, "logs.csv")) as csv_file:
+        return list(csv.DictReader(csv_file))
+
+
+def load_tutorial(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(TUTORIALS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_1_new_environment_trains_on_the_echo_game(tmp_path):
+    run_dir = str(tmp_path / "echo")
+    run([sys.executable, os.path.join(TUTORIALS, "new_environment.py"), *FAST, "--n_step=1",
+         "--max_executor_steps=1000", f"--run_dir={run_dir}"])
+    assert {int(row["episode_length"]) for row in read_csv(run_dir, "executor_0")} == {5}
+    returns = [float(row["evaluation_return"]) for row in read_csv(run_dir, "evaluator")]
+    # Random play scores 10/3 on average and perfect play 10.
+    assert max(returns) >= 7.0, returns
+
+
+def test_1_the_echo_environment_rewards_repeating_the_symbol():
+    tutorial = load_tutorial("new_environment")
+    environment = tutorial.EchoFactory()(seed=0)
+    timestep = environment.reset()
+    total = 0.0
+    while not timestep.last():
+        symbol = int(np.argmax(timestep.observation["agent_0"].observation))
+        timestep = environment.step({"agent_0": symbol, "agent_1": (symbol + 1) % 3})
+        total += timestep.reward["agent_0"] - timestep.reward["agent_1"]
+    assert total == 5.0
+
+
+def test_2_huber_trainer_is_used_and_bounds_large_errors(tmp_path):
+    tutorial = load_tutorial("huber_madqn")
+    np.testing.assert_allclose(tutorial.huber(tf.constant([0.5, -2.0, 3.0])).numpy(),
+                               [0.125, 1.5, 2.5])
+    system = tutorial.HuberMADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                                 run_dir=str(tmp_path / "run"))
+    networks = system.builder.make_networks()
+    trainer = system.builder.make_trainer(networks, iter([]), checkpoint=False)
+    assert isinstance(trainer, tutorial.HuberMADQNTrainer)
+
+    batch, agents, size = 4, 2, 10  # line_world: 2 agents, observations of 10, 3 actions.
+    observation = wrappers.OLT(observation=tf.ones([batch, agents, size]),
+                               legal_actions=tf.ones([batch, agents, 3]),
+                               terminal=tf.zeros([batch, agents, 1]))
+    transitions = acme_types.Transition(
+        observation={"agent": observation}, action={"agent": tf.zeros([batch, agents], tf.int32)},
+        reward={"agent": tf.fill([batch, agents], 100.0)},  # TD errors far beyond 1.
+        discount={"agent": tf.ones([batch, agents])}, next_observation={"agent": observation})
+    loss, td_error, _ = trainer.network_loss("agent", transitions)
+    assert np.all(np.abs(td_error.numpy()) > 50)
+    np.testing.assert_allclose(loss.numpy(), np.abs(td_error.numpy()) - 0.5, rtol=1e-5)
+
+
+def test_2_huber_madqn_runs_as_a_program(tmp_path):
+    run_dir = str(tmp_path / "huber")
+    run([sys.executable, os.path.join(TUTORIALS, "huber_madqn.py"), *FAST,
+         "--max_executor_steps=400", f"--run_dir={run_dir}"])
+    rows = read_csv(run_dir, "trainer")
+    assert rows and int(rows[-1]["trainer_steps"]) > 0
+    assert all(np.isfinite(float(row["loss/agent"])) for row in rows)
+
+
+def test_3_resume_then_evaluate_and_plot(tmp_path):
+    run_dir = str(tmp_path / "line_world")
+    output = run(["bash", os.path.join(TUTORIALS, "resume_and_evaluate.sh")],
+                 timeout=400, STEPS="300", RUN_DIR=run_dir)
+    assert f"Starting a fresh run in {run_dir}" in output
+    assert f"Resuming the run in {run_dir} from trainer step" in output
+    assert "Changed since the last launch: config.learning_rate, max_executor_steps" in output
+    evaluation = json.loads(next(line for line in output.splitlines()
+                                 if line.startswith('{"checkpoint"')))
+    assert evaluation["episodes"] == 20
+    assert evaluation["checkpoint"].startswith(os.path.join(run_dir, "checkpoints", "trainer"))
+    assert int(read_csv(run_dir, "executor_0")[-1]["executor_steps"]) >= 600
+    assert os.path.getsize(os.path.join(run_dir, "curves.png")) > 10_000
+
+
+def test_4_multi_process(tmp_path):
+    run_dir = str(tmp_path / "mp")
+    output = run(["bash", os.path.join(TUTORIALS, "multi_process.sh")], timeout=400,
+                 ENV="debug/line_world_v0", STEPS="300", RUN_DIR=run_dir)
+    assert "(launch type local_mp)" in output and "Finished." in output
+    for executor in ("executor_0", "executor_1"):
+        assert read_csv(run_dir, executor), executor
+    with open(os.path.join(run_dir, "config.json")) as config_file:
+        saved = json.load(config_file)
+    assert (saved["num_executors"], saved["num_caches"]) == (2, 1)
+
+
+@pytest.mark.parametrize("page, source", [
+    ("new_environment.md", "new_environment.py"), ("custom_loss.md", "huber_madqn.py"),
+    ("resume_and_evaluate.md", "resume_and_evaluate.sh"), ("multi_process.md", "multi_process.sh")])
+def test_each_tutorial_page_includes_its_tested_code(page, source):
+    with open(os.path.join(TUTORIALS, page)) as markdown:
+        assert f'--8<-- "{source}"' in markdown.read()
