@@ -95,9 +95,19 @@ class MADQNExecutor:
             self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep))
 
     def update(self, wait: bool = False) -> None:
-        """Fetches the source's latest online variables every few steps (in the background)."""
-        if self._variable_client is not None:
-            self._variable_client.update(wait)
+        """Fetches the source's latest online variables: now with `wait`, else every few steps.
+
+        Without `wait` the fetch runs in the background once every
+        `variable_update_period` calls; with it, the call blocks until fresh
+        variables arrived (Acme's `update(wait=True)` would wait only when the
+        period has come, so an evaluation round could act with old variables).
+        """
+        if self._variable_client is None:
+            return
+        if wait:
+            self._variable_client.update_and_wait()
+        else:
+            self._variable_client.update()
 
     def _stack_observation(self, observations: Dict[str, OLT]) -> Dict[str, OLT]:
         seen, stacked = self._stacked_observation
