@@ -10,6 +10,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 import trfl
 
+from mava_systems.components.sequences import time_major
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.impala.networks import IMPALANetworks
 from mava_systems.madqn.networks import mask_illegal, observation_to_input, variables_as_numpy
@@ -18,14 +19,6 @@ tfd = tfp.distributions
 
 # log(importance weight) of steps that are not transitions: exp() of it is 0, so V-trace ignores them.
 _IGNORED_LOG_RHO = -50.0
-
-
-def time_major(stacked: tf.Tensor) -> tf.Tensor:
-    """[B, T, A, ...] (batch, time, agents) -> [T, B * A, ...]."""
-    shape = tf.shape(stacked)
-    rank = len(stacked.shape)
-    transposed = tf.transpose(stacked, [1, 0, 2] + list(range(3, rank)))
-    return tf.reshape(transposed, tf.concat([[shape[1], shape[0] * shape[2]], shape[3:]], axis=0))
 
 
 class IMPALATrainer(TrainerLoop):
