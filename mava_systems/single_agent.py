@@ -154,11 +154,16 @@ class SingleAgentSystem(DistributedSystem):
         variable_client.update_and_wait()
         executor = self.builder.make_executor(
             networks, adder=self.builder.make_adder(replay), variable_client=variable_client,
-            seed=self.config.seed + 1 + executor_id)
+            seed=self.config.seed + 1 + executor_id, **self.executor_options(executor_id))
         environment = self._environment_factory(evaluation=False,
                                                 seed=self.config.seed + 1 + executor_id)
         return EnvironmentLoop(environment, executor, counting.Counter(counter, prefix="executor"),
                                self._logger(f"executor_{executor_id}", "executor_steps"))
+
+    def executor_options(self, executor_id: int) -> Dict[str, Any]:
+        """Extra keyword arguments of `builder.make_executor` for actor `executor_id`."""
+        del executor_id
+        return {}
 
     def _logger(self, label: str, steps_key: str):
         return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key)

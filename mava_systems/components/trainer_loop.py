@@ -45,10 +45,15 @@ class TrainerLoop:
         """One gradient step on `sample`; returns the scalars to log."""
         raise NotImplementedError
 
+    def after_train_step(self, sample: Any, fetches: Dict[str, tf.Tensor]) -> None:
+        """Acts on `train_step`'s results before they are logged (e.g. pops and sends priorities)."""
+
     def step(self) -> Dict[str, Any]:
         """Samples one batch, trains on it, counts and logs the step."""
         start = time.time()
-        fetches = self.train_step(next(self._dataset))
+        sample = next(self._dataset)
+        fetches = self.train_step(sample)
+        self.after_train_step(sample, fetches)
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         counts = self._counter.increment(steps=1)

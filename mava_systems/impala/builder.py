@@ -12,29 +12,18 @@ import numpy as np
 import reverb
 
 from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
-                                            make_trajectory_dataset)
-from mava_systems.components.stacking import AgentStacker
-from mava_systems.impala.config import IMPALAConfig
+from mava_systems.components.replay import StopAwareClient
 from mava_systems.impala.execution import IMPALAExecutor
-from mava_systems.impala.networks import ActorCriticFactory, IMPALANetworks, make_networks
+from mava_systems.impala.networks import IMPALANetworks, make_networks
 from mava_systems.impala.training import IMPALATrainer
-from mava_systems.specs import MAEnvironmentSpec
+from mava_systems.madqn.builder import REPLAY_TABLE, MADQNBuilder
 
-QUEUE_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
+# The queue has the replay table's name, so MADQN's dataset reads from it.
+QUEUE_TABLE = REPLAY_TABLE
 
 
-class IMPALABuilder:
-    """Builds each IMPALA component; override one method to change one component."""
-
-    def __init__(self, config: IMPALAConfig, environment_spec: MAEnvironmentSpec,
-                 agent_networks: dict, network_factory: ActorCriticFactory, run_dir: str):
-        self.config = config
-        self.environment_spec = environment_spec
-        self.agent_networks = agent_networks
-        self.network_factory = network_factory
-        self.run_dir = run_dir
-        self.stacker = AgentStacker(agent_networks)
+class IMPALABuilder(MADQNBuilder):
+    """Builds each IMPALA component; the dataset (of sequences) is MADQN's."""
 
     def make_networks(self) -> IMPALANetworks:
         """The actor-critic networks (every node builds its copy here)."""
@@ -54,13 +43,6 @@ class IMPALABuilder:
             sequence_length=self.config.sequence_length)
         return [reverb.Table.queue(name=QUEUE_TABLE, max_size=self.config.max_queue_size,
                                    signature=signature)]
-
-    def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
-        """Batches of sequences taken off the queue."""
-        return ReplayIterator(functools.partial(
-            make_trajectory_dataset, replay_client.server_address, QUEUE_TABLE,
-            self.config.batch_size, self.config.prefetch_size,
-            self.config.dataset_parallel_calls))
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes sequences of `sequence_length` steps, each starting at the previous one's last."""
