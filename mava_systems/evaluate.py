@@ -18,14 +18,14 @@ import numpy as np
 import scipy.stats
 import tensorflow as tf
 
-from mava_systems import madqn
+from mava_systems import dqn, madqn
 from mava_systems.components.checkpointing import latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.run_directory import RUN_FILE
 import wrappers
 
-SYSTEMS = {"madqn": (madqn.MADQN, madqn.MADQNConfig)}
+SYSTEMS = {"madqn": (madqn.MADQN, madqn.MADQNConfig), "dqn": (dqn.DQN, dqn.DQNConfig)}
 
 
 def load_system(run_dir: str) -> Any:

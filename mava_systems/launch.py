@@ -19,13 +19,22 @@ FLAGS = flags.FLAGS
 ConfigT = TypeVar("ConfigT")
 
 
-def define_flags(default_env: str, default_max_executor_steps: int = 20_000) -> None:
-    """Defines the flags every example takes (`--lp_launch_type` comes from Launchpad)."""
+def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
+                 executor_name: str = "executor", default_num_caches: Optional[int] = 0) -> None:
+    """Defines the flags every example takes (`--lp_launch_type` comes from Launchpad).
+
+    `executor_name` names the acting nodes in the node-count and step-limit flags:
+    "executor" gives `--num_executors`/`--max_executor_steps`, "actor" (Acme's
+    single-agent systems) `--num_actors`/`--max_actor_steps`. With
+    `default_num_caches=None` there is no `--num_caches` (the system fixes it).
+    """
     flags.DEFINE_string("env", default_env, "Environment name, e.g. mpe/simple_spread_v3.")
-    flags.DEFINE_integer("num_executors", 1, "Executor nodes.")
-    flags.DEFINE_integer("num_caches", 0, "Variable caches between trainer and executors.")
-    flags.DEFINE_integer("max_executor_steps", default_max_executor_steps,
-                         "Stop after this many executor environment steps (0: never).")
+    flags.DEFINE_integer(f"num_{executor_name}s", 1, f"{executor_name.capitalize()} nodes.")
+    if default_num_caches is not None:
+        flags.DEFINE_integer("num_caches", default_num_caches,
+                             f"Variable caches between trainer and {executor_name}s.")
+    flags.DEFINE_integer(f"max_{executor_name}_steps", default_max_executor_steps,
+                         f"Stop after this many {executor_name} environment steps (0: never).")
     flags.DEFINE_string("run_dir", None,
                         "Where logs and checkpoints go (default: runs/<system>-<time>). "
                         "An existing run there is continued.")
@@ -68,27 +77,36 @@ def config_from_flags(config_class: Type[ConfigT]) -> ConfigT:
     return config_class(**values)
 
 
-def max_executor_steps_flag() -> Optional[int]:
-    """The step limit from `--max_executor_steps`, None for 0 (run until stopped)."""
-    if FLAGS.max_executor_steps < 0:
-        raise ValueError(f"--max_executor_steps must be >= 0, got {FLAGS.max_executor_steps}")
-    return FLAGS.max_executor_steps or None
+def max_executor_steps_flag(executor_name: str = "executor") -> Optional[int]:
+    """The step limit from `--max_<executor_name>_steps`, None for 0 (run until stopped)."""
+    flag = f"max_{executor_name}_steps"
+    value = getattr(FLAGS, flag)
+    if value < 0:
+        raise ValueError(f"--{flag} must be >= 0, got {value}")
+    return value or None
 
 
-def topology_from_flags() -> dict:
+def topology_from_flags(executor_name: str = "executor") -> dict:
     """The system keyword arguments set by `define_flags`: node counts, step limit, run dir."""
-    return dict(num_executors=FLAGS.num_executors, num_caches=FLAGS.num_caches,
-                max_executor_steps=max_executor_steps_flag(), run_dir=FLAGS.run_dir)
+    topology = {f"num_{executor_name}s": getattr(FLAGS, f"num_{executor_name}s"),
+                f"max_{executor_name}_steps": max_executor_steps_flag(executor_name),
+                "run_dir": FLAGS.run_dir}
+    if "num_caches" in FLAGS:
+        topology["num_caches"] = FLAGS.num_caches
+    return topology
 
 
-def example_main(system_class: Type[Any], config_class: Type[Any],
-                 default_env: str) -> Callable[[Sequence[str]], None]:
+def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
+                 executor_name: str = "executor", default_num_caches: Optional[int] = 0
+                 ) -> Callable[[Sequence[str]], None]:
     """Defines the example flags and returns an `app.run` main that builds and runs the system.
 
     The system is `system_class(environment_factory=..., config=..., num_executors=...,
-    num_caches=..., max_executor_steps=..., run_dir=...)`, all taken from the flags.
+    num_caches=..., max_executor_steps=..., run_dir=...)`, all taken from the flags
+    (`num_actors` and `max_actor_steps` with `executor_name="actor"`; no
+    `num_caches` with `default_num_caches=None`).
     """
-    define_flags(default_env)
+    define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
     define_config_flags(config_class)
 
     def main(argv: Sequence[str]) -> None:
@@ -98,7 +116,7 @@ def example_main(system_class: Type[Any], config_class: Type[Any],
             system = system_class(
                 environment_factory=wrappers.make_environment_factory(FLAGS.env),
                 config=config_from_flags(config_class),
-                **topology_from_flags())
+                **topology_from_flags(executor_name))
             prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             sys.exit(f"error: {error}")

@@ -30,7 +30,8 @@ def default_run_dir(name: str, root: str = "runs") -> str:
     return os.path.join(root, f"{name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
 
 
-def _check_count(name: str, value: Any, minimum: int) -> int:
+def check_count(name: str, value: Any, minimum: int) -> int:
+    """`value`, checked to be an integer >= `minimum`; raises ValueError naming `name` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
@@ -41,6 +42,8 @@ class DistributedSystem:
 
     executors_group = "executor"
     trainer_group = "trainer"
+    # Acme's DQN and DMPO put the coordinator in the counter's group.
+    coordinator_group = "coordinator"
     steps_key = "executor_steps"
     # The system's hyper-parameter dataclass (e.g. `MADQNConfig`), set by subclasses.
     config: Any = None
@@ -48,10 +51,10 @@ class DistributedSystem:
     def __init__(self, num_executors: int, num_caches: int,
                  max_executor_steps: Optional[int], run_dir: Optional[str],
                  checkpoint_interval_s: float, max_checkpoints_to_keep: int, name: str):
-        self._num_executors = _check_count("num_executors", num_executors, 1)
-        self._num_caches = _check_count("num_caches", num_caches, 0)
+        self._num_executors = check_count("num_executors", num_executors, 1)
+        self._num_caches = check_count("num_caches", num_caches, 0)
         if max_executor_steps is not None:
-            _check_count("max_executor_steps", max_executor_steps, 1)
+            check_count("max_executor_steps", max_executor_steps, 1)
         self._max_executor_steps = max_executor_steps
         self.run_dir = os.path.abspath(run_dir or default_run_dir(name))
         self._checkpoint_interval_s = checkpoint_interval_s
@@ -147,7 +150,7 @@ class DistributedSystem:
         with program.group("counter"):
             counter = program.add_node(lp.CourierNode(self.counter))
         if self._max_executor_steps:
-            with program.group("coordinator"):
+            with program.group(self.coordinator_group):
                 program.add_node(lp.CourierNode(self.coordinator, counter))
         with program.group(self.trainer_group):
             trainer = program.add_node(lp.CourierNode(self.trainer, replay, counter))

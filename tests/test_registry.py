@@ -25,12 +25,13 @@ from wrappers.registry import _FAMILIES  # noqa: E402
 
 def test_available_environments_lists_the_families() -> None:
     available = available_environments()
-    assert set(available) == {"mpe", "sisl", "butterfly", "classic", "debug"}
+    assert set(available) == {"mpe", "sisl", "butterfly", "classic", "debug", "gymnasium"}
     assert {"simple_spread_v3", "simple_reference_v3", "simple_v3"} <= set(available["mpe"])
     assert {"pursuit_v5", "multiwalker_v9"} <= set(available["sisl"])
     assert {"cooperative_pong_v6", "knights_archers_zombies_v11", "pistonball_v6"} <= set(available["butterfly"])
     assert {"tictactoe_v3", "connect_four_v3", "rps_v2"} <= set(available["classic"])
     assert available["debug"] == ["line_world_v0"]
+    assert {"CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"} <= set(available["gymnasium"])
     available["mpe"].clear()  # a copy: the registry is unaffected
     assert available_environments()["mpe"]
 
@@ -47,7 +48,7 @@ def test_every_registered_module_has_the_constructor_used() -> None:
 def test_unknown_family_lists_the_families(name: str) -> None:
     with pytest.raises(ValueError) as error:
         make_environment_factory(name)
-    for family in ("mpe", "sisl", "butterfly", "classic", "debug"):
+    for family in ("mpe", "sisl", "butterfly", "classic", "debug", "gymnasium"):
         assert family in str(error.value)
 
 

@@ -4,6 +4,7 @@ import importlib
 from typing import Any, Dict, List, NamedTuple, Optional
 
 from wrappers.base import MultiAgentEnvironment
+from wrappers.gymnasium_env import SingleAgentParallelEnv
 from wrappers.pettingzoo_aec import AECEnvWrapper
 from wrappers.pettingzoo_parallel import ParallelEnvWrapper
 
@@ -58,19 +59,42 @@ _DEFAULT_KWARGS: Dict[str, Dict[str, Any]] = {
 }
 
 
+# "gymnasium/<EnvId>": any registered single-agent Gymnasium environment, as one agent "agent_0".
+GYMNASIUM = "gymnasium"
+
+
+def _gymnasium_ids(classic_control_only: bool = False) -> List[str]:
+    import gymnasium  # pylint: disable=import-outside-toplevel
+
+    return [env_id for env_id, spec in gymnasium.envs.registry.items()
+            if not classic_control_only or "classic_control" in str(spec.entry_point)]
+
+
 def available_environments() -> Dict[str, List[str]]:
-    """Every known environment name, by family: {"mpe": ["simple_v3", ...], ...}."""
-    return {family: list(spec.modules) for family, spec in _FAMILIES.items()}
+    """Every known environment name, by family: {"mpe": ["simple_v3", ...], ...}.
+
+    For "gymnasium" it lists the classic-control environments, which need no
+    extra packages; any other registered Gymnasium id is accepted too.
+    """
+    available = {family: list(spec.modules) for family, spec in _FAMILIES.items()}
+    available[GYMNASIUM] = _gymnasium_ids(classic_control_only=True)
+    return available
 
 
-def _resolve(name: str) -> _Family:
-    """The family of `name`; raises ValueError listing the valid names if it is unknown."""
+def _resolve(name: str) -> Optional[_Family]:
+    """The family of `name` (None for Gymnasium); raises ValueError listing the valid names if unknown."""
     family, sep, env_name = name.partition("/")
-    if not sep or family not in _FAMILIES:
+    if not sep or (family not in _FAMILIES and family != GYMNASIUM):
         raise ValueError(
             f"unknown environment family in {name!r}: names look like '<family>/<env>' "
-            f"with family one of {sorted(_FAMILIES)}"
+            f"with family one of {sorted([*_FAMILIES, GYMNASIUM])}"
         )
+    if family == GYMNASIUM:
+        if env_name not in _gymnasium_ids():
+            raise ValueError(
+                f"unknown environment {name!r}: {env_name!r} is not a registered Gymnasium id; "
+                f"classic-control ones are {', '.join(_gymnasium_ids(classic_control_only=True))}")
+        return None
     spec = _FAMILIES[family]
     if env_name not in spec.modules:
         raise ValueError(
@@ -99,6 +123,11 @@ class EnvironmentFactory:
           seed: if given, the first reset uses it and the action spaces are seeded from it.
         """
         family = _resolve(self.name)
+        if family is None:
+            import gymnasium  # pylint: disable=import-outside-toplevel
+
+            env = gymnasium.make(self.name.partition("/")[2], **self.env_kwargs)
+            return ParallelEnvWrapper(SingleAgentParallelEnv(env), seed=seed)
         module = importlib.import_module(family.modules[self.name.partition("/")[2]])
         kwargs = {**_DEFAULT_KWARGS.get(self.name, {}), **self.env_kwargs}
         if family.parallel:
@@ -112,6 +141,9 @@ class EnvironmentFactory:
 
 def make_environment_factory(name: str, **env_kwargs: Any) -> EnvironmentFactory:
     """A factory for the environment `name` (`"<family>/<env>"`, see `available_environments`).
+
+    "gymnasium/<EnvId>" (e.g. "gymnasium/CartPole-v1") is a single-agent Gymnasium
+    environment presented as a multi-agent one with the single agent "agent_0".
 
     Raises ValueError, listing the available names, if `name` is unknown.
     """

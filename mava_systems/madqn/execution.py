@@ -43,9 +43,11 @@ def numpy_epsilon_greedy(q_values: np.ndarray, legal_actions: np.ndarray, epsilo
     return np.where(explore, random, greedy).astype(np.int32)
 
 
-def numpy_q_networks(networks: MADQNNetworks) -> Optional[Dict[str, NumpyMLPQNetwork]]:
+def numpy_q_networks(networks: Any) -> Optional[Dict[str, NumpyMLPQNetwork]]:
     """NumPy twins of the online Q-networks when every one is an `MLPQNetwork`, else None."""
-    if not all(isinstance(network, MLPQNetwork) for network in networks.q_networks.values()):
+    q_networks = getattr(networks, "q_networks", None)
+    if not q_networks or not all(isinstance(network, MLPQNetwork)
+                                 for network in q_networks.values()):
         return None
     return {key: NumpyMLPQNetwork(network) for key, network in networks.q_networks.items()}
 
@@ -72,7 +74,9 @@ class MADQNExecutor:
         self._schedule = exploration_schedule
         self._adder = adder
         self._variable_client = variable_client
-        self._numpy_networks = numpy_q_networks(networks)
+        # Subclasses that act with a policy of their own keep to TensorFlow.
+        uses_q_policy = type(self)._batched_policy is MADQNExecutor._batched_policy
+        self._numpy_networks = numpy_q_networks(networks) if uses_q_policy else None
         self._weights_version = getattr(variable_client, "version", None)
         self._rng = np.random.default_rng(seed)
         self._generator = tf.random.Generator.from_seed(seed)
@@ -124,9 +128,19 @@ class MADQNExecutor:
             self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep))
 
     def update(self, wait: bool = False) -> None:
-        """Fetches the source's latest online variables every few steps (in the background)."""
-        if self._variable_client is not None:
-            self._variable_client.update(wait)
+        """Fetches the source's latest online variables: now with `wait`, else every few steps.
+
+        Without `wait` the fetch runs in the background once every
+        `variable_update_period` calls; with it, the call blocks until fresh
+        variables arrived (Acme's `update(wait=True)` would wait only when the
+        period has come, so an evaluation round could act with old variables).
+        """
+        if self._variable_client is None:
+            return
+        if wait:
+            self._variable_client.update_and_wait()
+        else:
+            self._variable_client.update()
 
     def _sync_numpy_weights(self) -> None:
         """Re-reads the NumPy weights if the variable client copied new variables since."""

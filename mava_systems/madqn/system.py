@@ -32,6 +32,7 @@ class MADQN(DistributedSystem):
     """
 
     builder_class = MADQNBuilder
+    system_name = "madqn"
 
     def __init__(
         self,
@@ -57,12 +58,12 @@ class MADQN(DistributedSystem):
           config: hyper-parameters.
           exploration_schedules: one `schedule(step) -> epsilon` per executor;
             by default constant epsilons spread log-uniformly as in Acme's DQN.
-          run_dir: where logs and checkpoints go (default: `runs/madqn-<time>`).
+          run_dir: where logs and checkpoints go (default: `runs/<system_name>-<time>`).
         """
         self.config = config or MADQNConfig()
         super().__init__(num_executors, num_caches, max_executor_steps, run_dir,
                          self.config.checkpoint_interval_s, self.config.max_checkpoints_to_keep,
-                         name="madqn")
+                         name=self.system_name)
         if not callable(environment_factory):
             raise ValueError(f"environment_factory must be callable, got {environment_factory!r}")
         self._environment_factory = environment_factory

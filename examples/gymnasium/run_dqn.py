@@ -1,0 +1,17 @@
+"""Trains DQN on a single-agent Gymnasium environment (default: CartPole-v1).
+
+    python examples/gymnasium/run_dqn.py --lp_launch_type=local_mt --max_actor_steps=30000
+    python examples/gymnasium/run_dqn.py --lp_launch_type=local_mp --num_actors=4 --num_caches=2
+
+Every DQNConfig field is a flag too (e.g. --batch_size=64 --n_step=3).
+"""
+
+from absl import app
+
+from mava_systems import dqn, launch
+
+main = launch.example_main(dqn.DQN, dqn.DQNConfig, default_env="gymnasium/CartPole-v1",
+                           executor_name="actor", default_num_caches=1)
+
+if __name__ == "__main__":
+    app.run(main)

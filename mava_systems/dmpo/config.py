@@ -1,0 +1,83 @@
+"""DMPO hyper-parameters, validated on construction."""
+
+import dataclasses
+import numbers
+from typing import Optional, Tuple
+
+from mava_systems.config import bounded, validate
+
+
+def _check_sizes(name: str, sizes) -> Tuple[int, ...]:
+    if (not isinstance(sizes, (tuple, list)) or not sizes or any(
+            isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
+            for size in sizes)):
+        raise ValueError(f"DMPOConfig.{name} must be a non-empty sequence of positive integers, "
+                         f"got {sizes!r}")
+    return tuple(int(size) for size in sizes)
+
+
+@dataclasses.dataclass
+class DMPOConfig:
+    """Every DMPO hyper-parameter, with its allowed range."""
+
+    # Learning.
+    discount: float = bounded(0.99, 0.0, 1.0, doc="Discount per environment step.")
+    n_step: int = bounded(5, 1, doc="Steps per n-step transition.")
+    batch_size: int = bounded(256, 1, doc="Transitions per learner step.")
+    policy_learning_rate: float = bounded(1e-4, 0.0, low_inclusive=False, doc="Policy Adam step size.")
+    critic_learning_rate: float = bounded(1e-4, 0.0, low_inclusive=False, doc="Critic Adam step size.")
+    dual_learning_rate: float = bounded(1e-2, 0.0, low_inclusive=False,
+                                        doc="Adam step size of MPO's temperature and KL multipliers.")
+    max_gradient_norm: float = bounded(40.0, 0.0, low_inclusive=False,
+                                       doc="Global-norm gradient clipping of policy and critic.")
+    num_samples: int = bounded(20, 1, doc="Actions sampled per next state for the E-step.")
+    epsilon: float = bounded(0.1, 0.0, low_inclusive=False, doc="KL bound of the E-step.")
+    epsilon_mean: float = bounded(1e-3, 0.0, low_inclusive=False,
+                                  doc="KL bound on the policy mean in the M-step.")
+    epsilon_stddev: float = bounded(1e-6, 0.0, low_inclusive=False,
+                                    doc="KL bound on the policy standard deviation in the M-step.")
+    target_policy_update_period: int = bounded(100, 1, doc="Learner steps between policy target copies.")
+    target_critic_update_period: int = bounded(100, 1, doc="Learner steps between critic target copies.")
+    vmin: float = bounded(-150.0, doc="Lowest value of the critic's support.")
+    vmax: float = bounded(150.0, doc="Highest value of the critic's support.")
+    num_atoms: int = bounded(51, 2, doc="Atoms of the critic's distribution.")
+    init_scale: float = bounded(0.7, 0.0, low_inclusive=False,
+                                doc="Initial standard deviation of the policy.")
+    shared_weights: bool = True
+    policy_hidden_sizes: Tuple[int, ...] = (256, 256)
+    critic_hidden_sizes: Tuple[int, ...] = (256, 256)
+
+    # Replay (uniform).
+    min_replay_size: int = bounded(1000, 1, doc="Transitions in replay before training starts.")
+    max_replay_size: int = bounded(1_000_000, 1, doc="Replay capacity in transitions.")
+    samples_per_insert: Optional[float] = bounded(
+        32.0, 0.0, low_inclusive=False, optional=True,
+        doc="Sampled transitions per inserted one (None: no rate limit).")
+    prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
+    dataset_parallel_calls: int = bounded(2, 1, doc="Parallel Reverb sampling streams.")
+
+    # Acting and evaluation.
+    variable_update_period: int = bounded(100, 1, doc="Actor steps between variable fetches.")
+    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
+    evaluation_episodes: int = bounded(4, 1, doc="Evaluation episodes (policy mean) per round.")
+
+    # Bookkeeping.
+    checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
+                                           doc="Seconds between checkpoints.")
+    max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
+    terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
+    seed: int = bounded(0, 0, doc="Base random seed.")
+
+    # Read by the replay table MADQN's builder makes: DMPO samples uniformly.
+    prioritized_replay = False
+
+    def __post_init__(self):
+        validate(self)
+        if self.max_replay_size < self.min_replay_size:
+            raise ValueError(
+                f"DMPOConfig.max_replay_size ({self.max_replay_size}) must be at least "
+                f"min_replay_size ({self.min_replay_size})")
+        if self.vmax <= self.vmin:
+            raise ValueError(f"DMPOConfig.vmax ({self.vmax}) must exceed vmin ({self.vmin})")
+        self.policy_hidden_sizes = _check_sizes("policy_hidden_sizes", self.policy_hidden_sizes)
+        self.critic_hidden_sizes = _check_sizes("critic_hidden_sizes", self.critic_hidden_sizes)

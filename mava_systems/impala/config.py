@@ -1,0 +1,52 @@
+"""IMPALA hyper-parameters, validated on construction."""
+
+import dataclasses
+import numbers
+from typing import Optional, Tuple
+
+from mava_systems.config import bounded, validate
+
+
+@dataclasses.dataclass
+class IMPALAConfig:
+    """Every IMPALA hyper-parameter, with its allowed range."""
+
+    # Learning.
+    discount: float = bounded(0.99, 0.0, 1.0, doc="Discount per environment step.")
+    sequence_length: int = bounded(20, 2, doc="Steps per sequence (consecutive ones share a step).")
+    batch_size: int = bounded(8, 1, doc="Sequences per learner step.")
+    learning_rate: float = bounded(5e-4, 0.0, low_inclusive=False, doc="Adam step size.")
+    max_gradient_norm: float = bounded(40.0, 0.0, low_inclusive=False,
+                                       doc="Global-norm gradient clipping per network.")
+    entropy_cost: float = bounded(0.01, 0.0, doc="Weight of the policy entropy bonus.")
+    baseline_cost: float = bounded(0.5, 0.0, doc="Weight of the value (baseline) loss.")
+    max_abs_reward: Optional[float] = bounded(None, 0.0, low_inclusive=False, optional=True,
+                                              doc="Rewards are clipped to +-this (None: no clip).")
+    shared_weights: bool = True
+    hidden_sizes: Tuple[int, ...] = (64, 64)
+
+    # The queue of sequences between actors and learner.
+    max_queue_size: int = bounded(1000, 1, doc="Sequences the queue holds before actors wait.")
+    prefetch_size: int = bounded(0, 0, doc="Batches prefetched by the dataset.")
+    dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
+
+    # Acting and evaluation.
+    variable_update_period: int = bounded(20, 1, doc="Actor steps between variable fetches.")
+    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
+    evaluation_episodes: int = bounded(4, 1, doc="Greedy episodes per evaluation round.")
+
+    # Bookkeeping.
+    checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
+                                           doc="Seconds between checkpoints.")
+    max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
+    terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
+    seed: int = bounded(0, 0, doc="Base random seed.")
+
+    def __post_init__(self):
+        validate(self)
+        if (not isinstance(self.hidden_sizes, (tuple, list)) or not self.hidden_sizes or any(
+                isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
+                for size in self.hidden_sizes)):
+            raise ValueError("IMPALAConfig.hidden_sizes must be a non-empty sequence of positive "
+                             f"integers, got {self.hidden_sizes!r}")
+        self.hidden_sizes = tuple(int(size) for size in self.hidden_sizes)

@@ -1,0 +1,95 @@
+"""Makes R2D2's parts: prioritised sequence replay, adder, recurrent networks, trainer, executors.
+
+The dataset and variable client are MADQN's.
+"""
+
+import functools
+from typing import Any, Iterator, List, Optional
+
+from acme import adders
+from acme.adders import reverb as reverb_adders
+from dm_env import specs
+import numpy as np
+import reverb
+import tree
+
+from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.components.replay import StopAwareClient
+from mava_systems.madqn.builder import REPLAY_TABLE, MADQNBuilder
+from mava_systems.madqn.execution import ExplorationSchedule
+from mava_systems.r2d2.execution import R2D2Executor
+from mava_systems.r2d2.networks import R2D2Networks, make_networks
+from mava_systems.r2d2.training import R2D2Trainer
+
+
+class R2D2Builder(MADQNBuilder):
+    """Builds each R2D2 component; override one method to change one component."""
+
+    def make_networks(self) -> R2D2Networks:
+        """Online and target recurrent Q-networks (every node builds its copy here)."""
+        return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
+
+    def extras_spec(self) -> dict:
+        """What executors write with each step: the LSTM state before acting, stacked per network."""
+        networks = self.make_networks()
+        return {"core_state": {
+            key: tree.map_structure(lambda part: specs.Array(tuple(part.shape), np.float32),
+                                    networks.q_networks[key].initial_state(len(agents)))
+            for key, agents in self.stacker.agents_by_network.items()}}
+
+    def make_replay_tables(self) -> List[reverb.Table]:
+        """One prioritised table of sequences, rate-limited by samples per insert."""
+        config = self.config
+        if config.samples_per_insert is None:
+            limiter = reverb.rate_limiters.MinSize(config.min_replay_size)
+        else:
+            # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
+            error_buffer = max(config.min_replay_size * 0.1 * config.samples_per_insert,
+                               2.0 * config.batch_size)
+            limiter = reverb.rate_limiters.SampleToInsertRatio(
+                min_size_to_sample=config.min_replay_size,
+                samples_per_insert=config.samples_per_insert, error_buffer=error_buffer)
+        signature = reverb_adders.SequenceAdder.signature(
+            self.environment_spec.stacked(self.stacker), self.extras_spec(),
+            sequence_length=config.sequence_length)
+        return [reverb.Table(name=REPLAY_TABLE,
+                             sampler=reverb.selectors.Prioritized(config.priority_exponent),
+                             remover=reverb.selectors.Fifo(), max_size=config.max_replay_size,
+                             rate_limiter=limiter, signature=signature)]
+
+    def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
+        """Writes overlapping sequences (burn-in + trace + 1 steps) every `replay_period` steps."""
+        return reverb_adders.SequenceAdder(
+            client=StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
+            period=self.config.replay_period)
+
+    def make_trainer(self, networks: R2D2Networks, dataset: Iterator[reverb.ReplaySample],
+                     replay_client: Optional[reverb.Client] = None, counter: Any = None,
+                     logger: Any = None, checkpoint: bool = True) -> R2D2Trainer:
+        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+        config = self.config
+        make_checkpointing = None
+        if checkpoint:
+            make_checkpointing = functools.partial(
+                Checkpointing, run_dir=self.run_dir, node="trainer",
+                interval_s=config.checkpoint_interval_s,
+                max_to_keep=config.max_checkpoints_to_keep)
+        return R2D2Trainer(
+            networks=networks, dataset=dataset, discount=config.discount, n_step=config.n_step,
+            burn_in_length=config.burn_in_length, learning_rate=config.learning_rate,
+            max_gradient_norm=config.max_gradient_norm,
+            target_update_period=config.target_update_period,
+            importance_sampling_exponent=config.importance_sampling_exponent,
+            max_priority_weight=config.max_priority_weight, replay_client=replay_client,
+            replay_table=REPLAY_TABLE, counter=counter, logger=logger,
+            make_checkpointing=make_checkpointing)
+
+    def make_executor(self, networks: R2D2Networks,
+                      exploration_schedule: Optional[ExplorationSchedule] = None,
+                      adder: Optional[adders.Adder] = None, variable_client: Any = None,
+                      seed: int = 0, greedy: bool = False) -> R2D2Executor:
+        """An epsilon-greedy recurrent executor (greedy: epsilon 0, for evaluation)."""
+        if greedy or exploration_schedule is None:
+            exploration_schedule = ConstantEpsilon(0.0)
+        return R2D2Executor(networks, exploration_schedule, adder, variable_client, seed)

@@ -1,0 +1,74 @@
+"""Running an example as a subprocess program and reading what it left in its run directory."""
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+from dm_env import specs
+
+import wrappers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_example(script, run_dir, *flags, launch_type="local_mt", timeout=300):
+    """Runs examples/<script> in its own process (Launchpad keeps process-wide state); its output."""
+    command = [sys.executable, os.path.join(ROOT, "examples", script),
+               f"--lp_launch_type={launch_type}", f"--run_dir={run_dir}", *flags]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"exit code {result.returncode}:\n{output[-5000:]}"
+    return output
+
+
+def read_csv(run_dir, node):
+    """The rows node `node` logged."""
+    with open(os.path.join(run_dir, "logs", node, "logs.csv")) as csv_file:
+        return list(csv.DictReader(csv_file))
+
+
+def evaluation_returns(run_dir):
+    """The evaluator's mean greedy return per round."""
+    return [float(row["evaluation_return"]) for row in read_csv(run_dir, "evaluator")]
+
+
+def stop_count(output):
+    """(executor steps when the coordinator stopped the program, the limit)."""
+    match = re.search(r"Coordinator: executor_steps=(\d+) reached (\d+)", output)
+    assert match, "the coordinator never stopped the program"
+    return int(match.group(1)), int(match.group(2))
+
+
+def evaluate_checkpoint(run_dir, *flags):
+    """`python -m mava_systems.evaluate` on the run's latest checkpoint: its JSON result."""
+    command = [sys.executable, "-m", "mava_systems.evaluate", f"--run_dir={run_dir}", *flags]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def random_policy_return(env_name, episodes=50, seed=0):
+    """Mean episode return of uniformly random actions in the one-agent environment `env_name`."""
+    environment = wrappers.make_environment_factory(env_name)(seed=seed)
+    (agent,) = environment.agents
+    spec = environment.action_spec()[agent]
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(episodes):
+        timestep = environment.reset()
+        while not timestep.last():
+            if isinstance(spec, specs.DiscreteArray):
+                action = np.int32(rng.integers(spec.num_values))
+            else:
+                action = rng.uniform(spec.minimum, spec.maximum).astype(np.float32)
+            timestep = environment.step({agent: action})
+            total += float(timestep.reward[agent])
+    return total / episodes

@@ -1,0 +1,45 @@
+"""End-to-end DQN on CartPole-v1: the example learns, checkpoints, and resumes (slow: ~2 min)."""
+
+import re
+
+import pytest
+
+from program_helpers import (evaluate_checkpoint, evaluation_returns, random_policy_return,
+                             read_csv, run_example, stop_count)
+
+SCRIPT = "gymnasium/run_dqn.py"
+FAST_CONFIG = ["--batch_size=64", "--n_step=3", "--min_replay_size=500", "--samples_per_insert=8",
+               "--evaluation_interval_s=5", "--terminal_log_interval_s=20",
+               "--variable_update_period=50", "--target_update_period=200"]
+
+
+@pytest.mark.slow
+def test_dqn_learns_cartpole_checkpoints_and_resumes(tmp_path):
+    run_dir = str(tmp_path / "run")
+    output = run_example(SCRIPT, run_dir, "--max_actor_steps=20000", *FAST_CONFIG)
+    reached, limit = stop_count(output)
+    assert limit == 20000 and reached >= 20000
+
+    random_return = random_policy_return("gymnasium/CartPole-v1")
+    assert random_return < 30  # About 22.
+    returns = evaluation_returns(run_dir)
+    assert len(returns) >= 3, returns
+    assert returns[0] < 60, returns  # Untrained greedy play is about as poor as random.
+    assert max(returns[-2:]) > 4 * random_return, (returns, random_return)
+    # The learner trained throughout.
+    assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 500
+
+    # The checkpoint holds the learned network: greedy play from it beats random play clearly.
+    evaluation = evaluate_checkpoint(run_dir, "--episodes=10", "--seed=1")
+    assert evaluation["mean_return"] > 4 * random_return, evaluation
+
+    # Relaunching in the run directory resumes counts, network and optimiser.
+    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=22000", *FAST_CONFIG)
+    match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
+                      resumed)
+    assert match, resumed[-3000:]
+    assert int(match.group(1)) > 500 and int(match.group(2)) >= 20000
+    assert "trainer: restored from checkpoint" in resumed
+    reached, limit = stop_count(resumed)
+    assert limit == 22000 and reached >= 22000
+    assert evaluation_returns(run_dir)[len(returns)] > 4 * random_return  # Restored, not retrained.
