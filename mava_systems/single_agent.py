@@ -137,14 +137,16 @@ class SingleAgentSystem(DistributedSystem):
     def evaluator(self, variable_source, counter):
         """The evaluator: acts greedily with the source's latest variables."""
         networks = self.builder.make_networks()
+        variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_executor(
-            networks, variable_client=self.builder.make_variable_client(variable_source, networks),
+            networks, variable_client=variable_client,
             seed=self.config.seed + EVALUATOR_SEED_OFFSET, greedy=True)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         counter = counting.Counter(counter, prefix="evaluator")
         loop = EnvironmentLoop(environment, executor, counter)
-        return Evaluator(loop, executor, counter, self._logger("evaluator", "executor_steps"),
+        return Evaluator(loop, variable_client.update_and_wait, counter,
+                         self._logger("evaluator", "executor_steps"),
                          self.config.evaluation_episodes, self.config.evaluation_interval_s)
 
     def executor(self, executor_id, replay, variable_source, counter):
