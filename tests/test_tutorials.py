@@ -118,11 +118,15 @@ def test_3_resume_then_evaluate_and_plot(tmp_path):
 
 def test_4_multi_process(tmp_path):
     run_dir = str(tmp_path / "mp")
-    output = run(["bash", os.path.join(TUTORIALS, "multi_process.sh")], timeout=400,
-                 ENV="debug/line_world_v0", STEPS="300", RUN_DIR=run_dir)
+    # A trainer that trains (rather than waits for min_replay_size) stops within Launchpad's
+    # 10 s notice even on a loaded machine.
+    output = run(["bash", os.path.join(TUTORIALS, "multi_process.sh"), "--min_replay_size=100",
+                  "--batch_size=32"], timeout=400, ENV="debug/line_world_v0", STEPS="400",
+                 RUN_DIR=run_dir)
     assert "(launch type local_mp)" in output and "Finished." in output
     for executor in ("executor_0", "executor_1"):
         assert read_csv(run_dir, executor), executor
+    assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 0
     with open(os.path.join(run_dir, "config.json")) as config_file:
         saved = json.load(config_file)
     assert (saved["num_executors"], saved["num_caches"]) == (2, 1)
