@@ -22,7 +22,7 @@ def test_mkdocs_build_strict(tmp_path):
 
     # Tutorial code is included from the files tests/test_tutorials.py runs.
     assert "class EchoEnv(ParallelEnv):" in page("tutorials/new_environment")
-    assert "class HuberMADQNTrainer(madqn.MADQNTrainer):" in page("tutorials/custom_loss")
+    assert "class LogCoshMADQNTrainer(madqn.MADQNTrainer):" in page("tutorials/custom_loss")
     assert '"$PYTHON" -m mava_systems.evaluate' in page("tutorials/resume_and_evaluate")
     assert "--lp_launch_type=local_mp" in page("tutorials/multi_process")
     # The API reference is generated from docstrings.

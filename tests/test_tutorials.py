@@ -1,6 +1,6 @@
 """The documentation's tutorials run as written (docs/tutorials/*, included into the pages).
 
-Each tutorial runs as a subprocess with few executor steps; the Huber loss of
+Each tutorial runs as a subprocess with few executor steps; the log-cosh loss of
 tutorial 2 is also checked directly against a hand-made batch.
 """
 
@@ -69,15 +69,16 @@ def test_1_the_echo_environment_rewards_repeating_the_symbol():
     assert total == 5.0
 
 
-def test_2_huber_trainer_is_used_and_bounds_large_errors(tmp_path):
-    tutorial = load_tutorial("huber_madqn")
-    np.testing.assert_allclose(tutorial.huber(tf.constant([0.5, -2.0, 3.0])).numpy(),
-                               [0.125, 1.5, 2.5])
-    system = tutorial.HuberMADQN(wrappers.make_environment_factory("debug/line_world_v0"),
-                                 run_dir=str(tmp_path / "run"))
+def test_2_log_cosh_trainer_is_used_and_grows_linearly_for_large_errors(tmp_path):
+    tutorial = load_tutorial("log_cosh_madqn")
+    errors = np.array([0.5, -2.0, 3.0])
+    np.testing.assert_allclose(tutorial.log_cosh(tf.constant(errors)).numpy(),
+                               np.log(np.cosh(errors)), rtol=1e-6)
+    system = tutorial.LogCoshMADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                                   run_dir=str(tmp_path / "run"))
     networks = system.builder.make_networks()
     trainer = system.builder.make_trainer(networks, iter([]), checkpoint=False)
-    assert isinstance(trainer, tutorial.HuberMADQNTrainer)
+    assert isinstance(trainer, tutorial.LogCoshMADQNTrainer)
 
     batch, agents, size = 4, 2, 10  # line_world: 2 agents, observations of 10, 3 actions.
     observation = wrappers.OLT(observation=tf.ones([batch, agents, size]),
@@ -89,12 +90,12 @@ def test_2_huber_trainer_is_used_and_bounds_large_errors(tmp_path):
         discount={"agent": tf.ones([batch, agents])}, next_observation={"agent": observation})
     loss, td_error, _ = trainer.network_loss("agent", transitions)
     assert np.all(np.abs(td_error.numpy()) > 50)
-    np.testing.assert_allclose(loss.numpy(), np.abs(td_error.numpy()) - 0.5, rtol=1e-5)
+    np.testing.assert_allclose(loss.numpy(), np.abs(td_error.numpy()) - np.log(2.0), rtol=1e-5)
 
 
-def test_2_huber_madqn_runs_as_a_program(tmp_path):
-    run_dir = str(tmp_path / "huber")
-    run([sys.executable, os.path.join(TUTORIALS, "huber_madqn.py"), *FAST,
+def test_2_log_cosh_madqn_runs_as_a_program(tmp_path):
+    run_dir = str(tmp_path / "log_cosh")
+    run([sys.executable, os.path.join(TUTORIALS, "log_cosh_madqn.py"), *FAST,
          "--max_executor_steps=400", f"--run_dir={run_dir}"])
     rows = read_csv(run_dir, "trainer")
     assert rows and int(rows[-1]["trainer_steps"]) > 0
@@ -133,7 +134,7 @@ def test_4_multi_process(tmp_path):
 
 
 @pytest.mark.parametrize("page, source", [
-    ("new_environment.md", "new_environment.py"), ("custom_loss.md", "huber_madqn.py"),
+    ("new_environment.md", "new_environment.py"), ("custom_loss.md", "log_cosh_madqn.py"),
     ("resume_and_evaluate.md", "resume_and_evaluate.sh"), ("multi_process.md", "multi_process.sh")])
 def test_each_tutorial_page_includes_its_tested_code(page, source):
     with open(os.path.join(TUTORIALS, page)) as markdown:

@@ -101,6 +101,8 @@ class ReplayIterator:
     def __next__(self) -> reverb.ReplaySample:
         while True:
             if self._iterator is None:
+                if self._stop_event.is_set():  # Building a dataset takes a while: not at stop.
+                    raise ProgramStopping()
                 self._iterator = iter(self._make_dataset(POLL_INTERVAL_MS))
             try:
                 return next(self._iterator)
