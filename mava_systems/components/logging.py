@@ -84,19 +84,17 @@ def make_logger(
     label: str,
     terminal_interval_s: float = 10.0,
     steps_key: Optional[str] = None,
-    csv_flush_every: int = 1,
 ) -> loggers.Logger:
     """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard.
 
     CSV columns and TensorBoard tags (after `<label>/`) are the row's keys; every row
     also gets the program-wide rates of `RATE_KEYS` (see `CountRateLogger`). The
-    CSV file is flushed every `csv_flush_every` rows: the launcher's progress line
-    and live plots read these files, and a killed run's logs show how far it got.
+    CSV file is flushed on every row: the launcher's progress line and live plots
+    read these files, and a killed run's logs show how far it got.
     """
     destinations = [
         loggers.TerminalLogger(label=label, print_fn=print_log_line, time_delta=terminal_interval_s),
-        loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False,
-                          flush_every=csv_flush_every),
+        loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False, flush_every=1),
         TensorBoardLogger(os.path.join(run_dir, "tensorboard", label), label, steps_key),
     ]
     return CountRateLogger(loggers.NoneFilter(loggers.Dispatcher(destinations)))

@@ -129,8 +129,7 @@ class MADQN(DistributedSystem):
             self.builder.make_dataset_iterator(replay),
             replay_client=replay,
             counter=counting.Counter(counter, prefix="trainer"),
-            # One row per step: flushing every row would cost more than the step.
-            logger=self._logger("trainer", steps_key="trainer_steps", csv_flush_every=100))
+            logger=self._logger("trainer", steps_key="trainer_steps"))
 
     def evaluator(self, variable_source, counter):
         """The greedy evaluator, acting with the source's latest variables."""
@@ -172,6 +171,5 @@ class MADQN(DistributedSystem):
             self._logger(label, "executor_steps"),
             extra_log_fn=lambda: {"epsilon": executor.epsilon})
 
-    def _logger(self, label: str, steps_key: str, csv_flush_every: int = 1):
-        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key,
-                           csv_flush_every)
+    def _logger(self, label: str, steps_key: str):
+        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key)
