@@ -17,6 +17,9 @@ import wrappers
 
 FLAGS = flags.FLAGS
 ConfigT = TypeVar("ConfigT")
+# Seconds nodes get to stop before Launchpad kills them (its default, 10, is too short for the
+# final checkpoints of a large replay, or for a slow trainer step on a busy machine).
+TERMINATION_NOTICE_S = 60
 
 
 def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
@@ -126,7 +129,13 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
 
 
 def launch(program: lp.Program, launch_type: str) -> None:
-    """Launches `program` and blocks until every node has finished."""
+    """Launches `program` and blocks until every node has finished.
+
+    Nodes get `TERMINATION_NOTICE_S` after the stop to finish (unless
+    `--lp_termination_notice_secs` says otherwise) before Launchpad kills them.
+    """
+    if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
+        FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
     kwargs: dict = {}
     if launch_type in ("local_mp", "test_mp"):
         kwargs["terminal"] = "current_terminal"
