@@ -13,7 +13,8 @@ FAST_CONFIG = ["--evaluation_interval_s=5", "--evaluation_episodes=2",
                "--terminal_log_interval_s=20", "--batch_size=128", "--num_samples=10",
                "--policy_learning_rate=0.001", "--critic_learning_rate=0.001", "--vmin=-1000",
                "--vmax=0", "--n_step=3", "--samples_per_insert=64",
-               "--policy_hidden_sizes=128,128", "--critic_hidden_sizes=128,128"]
+               "--policy_hidden_sizes=128,128", "--critic_hidden_sizes=128,128",
+               "--dataset_parallel_calls=1", "--prefetch_size=0"]
 
 
 @pytest.mark.slow

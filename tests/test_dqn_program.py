@@ -10,7 +10,9 @@ from program_helpers import (evaluate_checkpoint, evaluation_returns, random_pol
 SCRIPT = "gymnasium/run_dqn.py"
 FAST_CONFIG = ["--batch_size=64", "--n_step=3", "--min_replay_size=500", "--samples_per_insert=8",
                "--evaluation_interval_s=5", "--terminal_log_interval_s=20",
-               "--variable_update_period=50", "--target_update_period=200"]
+               "--variable_update_period=50", "--target_update_period=200",
+               # One sampling stream, no prefetch (as IMPALA and R2D2): see the report on stop timing.
+               "--dataset_parallel_calls=1", "--prefetch_size=0"]
 
 
 @pytest.mark.slow
