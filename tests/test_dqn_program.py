@@ -26,7 +26,8 @@ def test_dqn_learns_cartpole_checkpoints_and_resumes(tmp_path):
     assert random_return < 30  # About 22.
     returns = evaluation_returns(run_dir)
     assert len(returns) >= 3, returns
-    assert returns[0] < 60, returns  # Untrained greedy play is about as poor as random.
+    # (No check of the first round: on a fast machine it may come after some training, and an
+    # untrained network sometimes balances the pole for a while by chance.)
     assert max(returns[-2:]) > 4 * random_return, (returns, random_return)
     # The learner trained throughout.
     assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 500

@@ -22,7 +22,8 @@ def test_impala_learns_cartpole_checkpoints_and_resumes(tmp_path):
     random_return = random_policy_return("gymnasium/CartPole-v1")
     returns = evaluation_returns(run_dir)
     assert len(returns) >= 3, returns
-    assert returns[0] < 60, returns  # Untrained greedy play is about as poor as random.
+    # (No check of the first round: on a fast machine it may come after some training, and an
+    # untrained network sometimes balances the pole for a while by chance.)
     # Learned by the second half of the run. (IMPALA on CartPole can still collapse for a
     # while after reaching 500, as seen once at ~37k steps, so the very last rounds may not.)
     assert max(returns[len(returns) // 2:]) > 4 * random_return, (returns, random_return)

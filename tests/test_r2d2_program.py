@@ -24,7 +24,8 @@ def test_r2d2_learns_cartpole_checkpoints_and_resumes(tmp_path):
     random_return = random_policy_return("gymnasium/CartPole-v1")
     returns = evaluation_returns(run_dir)
     assert len(returns) >= 3, returns
-    assert returns[0] < 60, returns  # Untrained greedy play is about as poor as random.
+    # (No check of the first round: on a fast machine it may come after some training, and an
+    # untrained network sometimes balances the pole for a while by chance.)
     assert max(returns[-3:]) > 4 * random_return, (returns, random_return)
     assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 300
 
