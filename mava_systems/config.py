@@ -63,3 +63,24 @@ def validate(config: Any) -> None:
             raise ValueError(
                 f"{type(config).__name__}.{field.name}={value!r} is out of range: "
                 f"allowed {_range_text(meta)}")
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """The fields every system's configuration shares: evaluation, checkpointing, logging, seed.
+
+    System configurations subclass it (their own fields follow these).
+    """
+
+    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
+    evaluation_episodes: int = bounded(4, 1, doc="Greedy episodes per evaluation round.")
+    checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
+                                           doc="Seconds between checkpoints.")
+    max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
+    terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
+    trainer_log_interval_s: float = bounded(
+        1.0, 0.0, doc="Seconds between the trainer's CSV and TensorBoard rows (0: every step).")
+    seed: int = bounded(0, 0, doc="Base random seed.")
+
+    def __post_init__(self):
+        validate(self)

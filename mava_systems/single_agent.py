@@ -8,7 +8,6 @@ from dm_env import specs
 
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
-from mava_systems.components.logging import make_logger
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem, check_count
 
@@ -131,8 +130,8 @@ class SingleAgentSystem(DistributedSystem):
         """The learner: trains from replay and serves its variables."""
         return self.builder.make_trainer(
             self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
-            counter=counting.Counter(counter, prefix="trainer"),
-            logger=self._logger("trainer", "trainer_steps"))
+            replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
+            logger=self.trainer_logger())
 
     def evaluator(self, variable_source, counter):
         """The evaluator: acts greedily with the source's latest variables."""
@@ -146,7 +145,7 @@ class SingleAgentSystem(DistributedSystem):
         counter = counting.Counter(counter, prefix="evaluator")
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
-                         self._logger("evaluator", "executor_steps"),
+                         self.node_logger("evaluator", "executor_steps"),
                          self.config.evaluation_episodes, self.config.evaluation_interval_s)
 
     def executor(self, executor_id, replay, variable_source, counter):
@@ -160,12 +159,10 @@ class SingleAgentSystem(DistributedSystem):
         environment = self._environment_factory(evaluation=False,
                                                 seed=self.config.seed + 1 + executor_id)
         return EnvironmentLoop(environment, executor, counting.Counter(counter, prefix="executor"),
-                               self._logger(f"executor_{executor_id}", "executor_steps"))
+                               self.node_logger(f"executor_{executor_id}", "executor_steps"))
 
     def executor_options(self, executor_id: int) -> Dict[str, Any]:
         """Extra keyword arguments of `builder.make_executor` for actor `executor_id`."""
         del executor_id
         return {}
 
-    def _logger(self, label: str, steps_key: str):
-        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key)

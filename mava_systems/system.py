@@ -18,6 +18,7 @@ import reverb
 
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
+from mava_systems.components.logging import make_logger
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
@@ -119,6 +120,16 @@ class DistributedSystem:
     def coordinator(self, counter: Any) -> StepLimiter:
         """Stops the program once `max_executor_steps` executor steps were counted."""
         return StepLimiter(counter, self._max_executor_steps, steps_key=self.steps_key)
+
+    def node_logger(self, label: str, steps_key: str, time_delta: float = 0.0) -> Any:
+        """Node `label`'s logger (see `make_logger`): rows stepped by `steps_key`."""
+        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key,
+                           time_delta=time_delta)
+
+    def trainer_logger(self) -> Any:
+        """The trainer's logger: one row per `config.trainer_log_interval_s` at most."""
+        return self.node_logger("trainer", "trainer_steps",
+                                time_delta=self.config.trainer_log_interval_s)
 
     # Nodes each system supplies.
     def replay(self) -> List[reverb.Table]:

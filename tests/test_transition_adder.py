@@ -6,7 +6,9 @@ import dm_env
 import numpy as np
 import pytest
 import reverb
+import tree
 
+from mava_systems.components.packing import ArrayPacker
 from mava_systems.components.replay import StopAwareClient
 from mava_systems.components.transition_adder import NStepTransitionAdder
 
@@ -23,12 +25,20 @@ def _spec():
         discounts={"net": specs.BoundedArray((AGENTS,), np.float32, 0.0, 1.0)})
 
 
+@pytest.fixture(params=[False, True], ids=["columns", "packed"])
+def packer(request):
+    """None (one column per field, Acme's layout) or a packer (one byte column)."""
+    return ArrayPacker(reverb_adders.NStepTransitionAdder.signature(_spec())) if request.param else None
+
+
 @pytest.fixture()
-def server():
+def server(packer):
     # FIFO sampling, each item once: samples come back in insertion order.
+    signature = (packer.signature() if packer else
+                 reverb_adders.NStepTransitionAdder.signature(_spec()))
     table = reverb.Table(TABLE, reverb.selectors.Fifo(), reverb.selectors.Fifo(), 10_000,
                          reverb.rate_limiters.MinSize(1), max_times_sampled=1,
-                         signature=reverb_adders.NStepTransitionAdder.signature(_spec()))
+                         signature=signature)
     server = reverb.Server([table])
     yield server
     server.stop()
@@ -64,18 +74,21 @@ def _expected(observations, rewards, discounts, n_step):
     return expected
 
 
-def _read_all(server, count):
+def _read_all(server, count, packer):
     client = server.localhost_client()
     assert client.server_info()[TABLE].current_size == count
-    return [sample.data for sample in client.sample(
+    items = [sample.data for sample in client.sample(
         TABLE, num_samples=count, emit_timesteps=False, unpack_as_table_signature=True)]
+    if packer is None:
+        return items
+    return [tree.map_structure(lambda leaf: leaf.numpy(), packer.unpack(item)) for item in items]
 
 
 @pytest.mark.parametrize("n_step, length", [(1, 4), (3, 7), (5, 3)])
-def test_each_step_starts_one_n_step_transition(server, n_step, length):
+def test_each_step_starts_one_n_step_transition(server, packer, n_step, length):
     rng = np.random.default_rng(n_step)
     adder = NStepTransitionAdder(StopAwareClient(server.localhost_client()), TABLE, n_step,
-                                 DISCOUNT)
+                                 DISCOUNT, packer=packer)
     items = []
     for terminal_discount in (0.0, 1.0):  # A terminated and a truncated episode.
         timesteps, observations, rewards, discounts = _episode(rng, length, terminal_discount)
@@ -84,7 +97,7 @@ def test_each_step_starts_one_n_step_transition(server, n_step, length):
             adder.add({"net": np.full(AGENTS, step, np.int32)}, timestep)
         items.extend(_expected(observations, rewards, discounts, n_step))
 
-    written = _read_all(server, len(items))
+    written = _read_all(server, len(items), packer)
     for item, (observation, action, n_step_return, total_discount, next_observation) in zip(
             written, items):
         np.testing.assert_array_equal(item.observation["net"], observation)

@@ -1,5 +1,6 @@
 """Multi-agent environment wrappers: PettingZoo environments behind a dm_env-style interface."""
 
+from wrappers.agent_ids import AgentIDObservations, WithAgentIDs
 from wrappers.base import MultiAgentEnvironment
 from wrappers.pettingzoo_aec import AECEnvWrapper
 from wrappers.pettingzoo_parallel import ParallelEnvWrapper
@@ -8,6 +9,8 @@ from wrappers.types import OLT
 
 __all__ = [
     "OLT",
+    "AgentIDObservations",
+    "WithAgentIDs",
     "MultiAgentEnvironment",
     "ParallelEnvWrapper",
     "AECEnvWrapper",

@@ -84,8 +84,13 @@ def make_logger(
     label: str,
     terminal_interval_s: float = 10.0,
     steps_key: Optional[str] = None,
+    time_delta: float = 0.0,
 ) -> loggers.Logger:
     """A logger writing `label`'s rows to the terminal (throttled), CSV and TensorBoard.
+
+    With `time_delta`, rows come `time_delta` seconds apart at most (the first
+    is always written): a trainer takes hundreds of steps a second, and writing
+    each would cost as much as the step.
 
     CSV columns and TensorBoard tags (after `<label>/`) are the row's keys; every row
     also gets the program-wide rates of `RATE_KEYS` (see `CountRateLogger`). The
@@ -97,4 +102,5 @@ def make_logger(
         loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False, flush_every=1),
         TensorBoardLogger(os.path.join(run_dir, "tensorboard", label), label, steps_key),
     ]
-    return CountRateLogger(loggers.NoneFilter(loggers.Dispatcher(destinations)))
+    logger = CountRateLogger(loggers.NoneFilter(loggers.Dispatcher(destinations)))
+    return loggers.TimeFilter(logger, time_delta) if time_delta > 0 else logger

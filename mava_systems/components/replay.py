@@ -114,15 +114,24 @@ class ReplayIterator:
 
 def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
                             prefetch_size: int, num_parallel_calls: int,
-                            rate_limiter_timeout_ms: int = -1) -> tf.data.Dataset:
-    """Batches sampled from `table` through `num_parallel_calls` streams, prefetched."""
+                            rate_limiter_timeout_ms: int = -1,
+                            unpack: Optional[Callable[[tf.Tensor], Any]] = None
+                            ) -> tf.data.Dataset:
+    """Batches sampled from `table` through `num_parallel_calls` streams, prefetched.
+
+    With `unpack` (e.g. `ArrayPacker.unpack`), each batch's data is unpacked
+    in the dataset's own threads.
+    """
 
     def make_stream(_: tf.Tensor) -> tf.data.Dataset:
         stream = reverb.TrajectoryDataset.from_table_signature(
             server_address=server_address, table=table,
             max_in_flight_samples_per_worker=batch_size,
             rate_limiter_timeout_ms=rate_limiter_timeout_ms)
-        return stream.batch(batch_size, drop_remainder=True)
+        batches = stream.batch(batch_size, drop_remainder=True)
+        if unpack is not None:
+            batches = batches.map(lambda sample: sample._replace(data=unpack(sample.data)))
+        return batches
 
     dataset = tf.data.Dataset.range(num_parallel_calls).interleave(
         make_stream, cycle_length=num_parallel_calls, num_parallel_calls=num_parallel_calls,

@@ -14,6 +14,8 @@ from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_aft
 class TrainerLoop:
     """A trainer's node loop; subclasses supply `train_step(sample)` and `state`.
 
+    Samples are `reverb.ReplaySample`s (their `info` gives the logged replay size).
+
     Subclasses call `__init__` last in their own constructor: it restores
     the checkpoint of `state`, which must then hold every network and optimiser.
     """
@@ -58,7 +60,10 @@ class TrainerLoop:
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         counts = self._counter.increment(steps=1)
         result = {name: float(value.numpy()) for name, value in fetches.items()}
+        result["replay_size"] = int(sample.info.table_size[0].numpy())
         result.update(complete_counts(counts))
+        # The trainer's own count: exact, and restored with its weights (the counter's may lag).
+        result["trainer_steps"] = self.num_steps
         result["step_time_s"] = time.time() - start
         self._logger.write(result)
         return result

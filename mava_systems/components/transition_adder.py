@@ -3,6 +3,8 @@
 import collections
 from typing import Any, Deque, Optional
 
+from mava_systems.components.packing import ArrayPacker
+
 from acme import types
 from acme.adders import base
 import dm_env
@@ -14,8 +16,10 @@ class NStepTransitionAdder(base.Adder):
     """Writes n-step transitions `(s_t, a_t, R_{t:t+n}, D_{t:t+n}, s_{t+n})` to a replay table.
 
     Items have the structure and signature of Acme's `NStepTransitionAdder`
-    (use its `signature()` for the table) and the same definitions, with g the
-    discount and d_i the environment's discounts:
+    (use its `signature()` for the table), or with a `packer` made for that
+    signature, one packed byte column (`packer.signature()` for the table; see
+    `packing.py`). The definitions are Acme's, with g the discount and d_i the
+    environment's discounts:
 
         R_{t:t+n} = r_t + g d_t r_{t+1} + ... + g^{n-1} d_t ... d_{t+n-2} r_{t+n-1}
         D_{t:t+n} = g^{n-1} d_t ... d_{t+n-1}
@@ -29,7 +33,8 @@ class NStepTransitionAdder(base.Adder):
     """
 
     def __init__(self, client: Any, table: str, n_step: int, discount: float,
-                 max_in_flight_items: int = 64, priority: float = 1.0):
+                 max_in_flight_items: int = 64, priority: float = 1.0,
+                 packer: Optional[ArrayPacker] = None):
         if n_step < 1:
             raise ValueError(f"n_step must be at least 1, got {n_step}")
         self._client = client
@@ -38,6 +43,7 @@ class NStepTransitionAdder(base.Adder):
         self._discount = discount
         self._max_in_flight_items = max_in_flight_items
         self._priority = priority
+        self._packer = packer
         self._writer: Optional[Any] = None
         # The current window: observations s_t .. s_{t+k}, and the k actions, rewards, discounts.
         self._observations: Deque[Any] = collections.deque()
@@ -86,9 +92,14 @@ class NStepTransitionAdder(base.Adder):
         transition = types.Transition(
             observation=self._observations[0], action=self._actions[0], reward=n_step_return,
             discount=total_discount, next_observation=self._observations[steps], extras=())
-        self._writer.append(transition)
-        self._writer.create_item(self._table, self._priority,
-                                 tree.map_structure(lambda column: column[-1], self._writer.history))
+        if self._packer is not None:
+            self._writer.append(self._packer.pack(transition))
+            self._writer.create_item(self._table, self._priority, self._writer.history[-1])
+        else:
+            self._writer.append(transition)
+            self._writer.create_item(self._table, self._priority,
+                                     tree.map_structure(lambda column: column[-1],
+                                                        self._writer.history))
         self._writer.flush(self._max_in_flight_items)
         for window in (self._observations, self._actions, self._rewards, self._discounts):
             window.popleft()

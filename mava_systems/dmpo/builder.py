@@ -1,14 +1,12 @@
 """Makes DMPO's parts: MADQN's uniform n-step replay, dataset and adder, and DMPO's own networks,
 trainer and executors."""
 
-import functools
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from acme.tf import variable_utils
 import numpy as np
 import reverb
 
-from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.dmpo.execution import DMPOExecutor
 from mava_systems.dmpo.networks import DMPONetworks, make_networks
 from mava_systems.dmpo.training import DMPOTrainer
@@ -30,16 +28,10 @@ class DMPOBuilder(MADQNBuilder):
             update_period=self.config.variable_update_period)
 
     def make_trainer(self, networks: DMPONetworks, dataset: Iterator[reverb.ReplaySample],
-                     counter: Any = None, logger: Any = None,
-                     checkpoint: bool = True) -> DMPOTrainer:
-        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+                     replay_client: Optional[reverb.Client] = None, counter: Any = None,
+                     logger: Any = None, checkpoint: bool = True) -> DMPOTrainer:
+        """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        make_checkpointing = None
-        if checkpoint:
-            make_checkpointing = functools.partial(
-                Checkpointing, run_dir=self.run_dir, node="trainer",
-                interval_s=config.checkpoint_interval_s,
-                max_to_keep=config.max_checkpoints_to_keep)
         return DMPOTrainer(
             networks=networks, dataset=dataset, discount=config.discount,
             num_samples=config.num_samples, policy_learning_rate=config.policy_learning_rate,
@@ -50,7 +42,7 @@ class DMPOBuilder(MADQNBuilder):
             target_critic_update_period=config.target_critic_update_period,
             epsilon=config.epsilon, epsilon_mean=config.epsilon_mean,
             epsilon_stddev=config.epsilon_stddev, counter=counter, logger=logger,
-            make_checkpointing=make_checkpointing)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 
     def make_executor(self, networks: DMPONetworks, adder: Any = None,
                       variable_client: Any = None, seed: int = 0,

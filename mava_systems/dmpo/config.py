@@ -4,7 +4,7 @@ import dataclasses
 import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import bounded, validate
+from mava_systems.config import RunConfig, bounded, validate
 
 
 def _check_sizes(name: str, sizes) -> Tuple[int, ...]:
@@ -17,7 +17,7 @@ def _check_sizes(name: str, sizes) -> Tuple[int, ...]:
 
 
 @dataclasses.dataclass
-class DMPOConfig:
+class DMPOConfig(RunConfig):
     """Every DMPO hyper-parameter, with its allowed range."""
 
     # Learning.
@@ -58,15 +58,7 @@ class DMPOConfig:
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Actor steps between variable fetches.")
-    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
     evaluation_episodes: int = bounded(4, 1, doc="Evaluation episodes (policy mean) per round.")
-
-    # Bookkeeping.
-    checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
-                                           doc="Seconds between checkpoints.")
-    max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
-    terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
-    seed: int = bounded(0, 0, doc="Base random seed.")
 
     # Read by the replay table MADQN's builder makes: DMPO samples uniformly.
     prioritized_replay = False

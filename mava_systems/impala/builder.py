@@ -1,7 +1,6 @@
 """Makes IMPALA's parts: the sequence queue, dataset, adder, networks, trainer and executors."""
 
-import functools
-from typing import Any, Iterator, List
+from typing import Any, Iterator, List, Optional
 
 from acme import adders
 from acme.adders import reverb as reverb_adders
@@ -11,7 +10,6 @@ from dm_env import specs
 import numpy as np
 import reverb
 
-from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.replay import StopAwareClient
 from mava_systems.impala.execution import IMPALAExecutor
 from mava_systems.impala.networks import IMPALANetworks, make_networks
@@ -44,6 +42,10 @@ class IMPALABuilder(MADQNBuilder):
         return [reverb.Table.queue(name=QUEUE_TABLE, max_size=self.config.max_queue_size,
                                    signature=signature)]
 
+    def unpack_replay_items(self) -> None:
+        """Sequences are stored as Acme's `SequenceAdder` writes them: nothing to unpack."""
+        return None
+
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes sequences of `sequence_length` steps, each starting at the previous one's last."""
         return reverb_adders.SequenceAdder(
@@ -60,22 +62,16 @@ class IMPALABuilder(MADQNBuilder):
             update_period=self.config.variable_update_period)
 
     def make_trainer(self, networks: IMPALANetworks, dataset: Iterator[reverb.ReplaySample],
-                     counter: Any = None, logger: Any = None,
-                     checkpoint: bool = True) -> IMPALATrainer:
-        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+                     replay_client: Optional[reverb.Client] = None, counter: Any = None,
+                     logger: Any = None, checkpoint: bool = True) -> IMPALATrainer:
+        """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        make_checkpointing = None
-        if checkpoint:
-            make_checkpointing = functools.partial(
-                Checkpointing, run_dir=self.run_dir, node="trainer",
-                interval_s=config.checkpoint_interval_s,
-                max_to_keep=config.max_checkpoints_to_keep)
         return IMPALATrainer(
             networks=networks, dataset=dataset, discount=config.discount,
             learning_rate=config.learning_rate, max_gradient_norm=config.max_gradient_norm,
             entropy_cost=config.entropy_cost, baseline_cost=config.baseline_cost,
             max_abs_reward=config.max_abs_reward, counter=counter, logger=logger,
-            make_checkpointing=make_checkpointing)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 
     def make_executor(self, networks: IMPALANetworks, adder: Any = None,
                       variable_client: Any = None, seed: int = 0,

@@ -1,15 +1,17 @@
 """Makes MADQN's parts: replay tables, dataset, adder, networks, trainer, executors."""
 
 import functools
-from typing import Any, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Mapping, Optional
 
 from acme import adders
 from acme.adders import reverb as reverb_adders
 from acme.tf import variable_utils
 import reverb
+import tensorflow as tf
 
 from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.lifecycle import program_stop_event
+from mava_systems.components.packing import ArrayPacker
 from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
@@ -44,6 +46,12 @@ class MADQNBuilder:
         """Online and target Q-networks (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
 
+    def make_transition_packer(self) -> ArrayPacker:
+        """Packs each replay item, an n-step transition of every network's agents stacked (see
+        `AgentStacker`), into one byte column: sampling is much cheaper (see packing.py)."""
+        return ArrayPacker(reverb_adders.NStepTransitionAdder.signature(
+            self.environment_spec.stacked(self.stacker)))
+
     def make_replay_tables(self) -> List[reverb.Table]:
         """One transition table, uniform or prioritised, rate-limited by samples per insert."""
         config = self.config
@@ -59,24 +67,26 @@ class MADQNBuilder:
                 error_buffer=error_buffer)
         sampler = (reverb.selectors.Prioritized(config.priority_exponent)
                    if config.prioritized_replay else reverb.selectors.Uniform())
-        # Executors write each network's agents stacked (see AgentStacker).
-        signature = reverb_adders.NStepTransitionAdder.signature(
-            self.environment_spec.stacked(self.stacker))
         return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),
                              max_size=config.max_replay_size, rate_limiter=limiter,
-                             signature=signature)]
+                             signature=self.make_transition_packer().signature())]
 
     def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
-        """Batches of n-step transitions sampled from replay, prefetched."""
+        """Batches sampled from replay (unpacked n-step transitions), prefetched."""
         return ReplayIterator(functools.partial(
             make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
             self.config.batch_size, self.config.prefetch_size,
-            self.config.dataset_parallel_calls))
+            self.config.dataset_parallel_calls, unpack=self.unpack_replay_items()))
+
+    def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
+        """How the dataset turns a batch of replay items into the trainer's nest (None: as stored)."""
+        return self.make_transition_packer().unpack
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes every executor step into replay as n-step transitions."""
         return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
-                                    n_step=self.config.n_step, discount=self.config.discount)
+                                    n_step=self.config.n_step, discount=self.config.discount,
+                                    packer=self.make_transition_packer())
 
     def make_variable_client(self, variable_source: Any,
                              networks: MADQNNetworks) -> variable_utils.VariableClient:
@@ -86,21 +96,25 @@ class MADQNBuilder:
             {key: network.variables for key, network in networks.q_networks.items()},
             update_period=self.config.variable_update_period)
 
+    def trainer_checkpointing(self, replay_client: Optional[reverb.Client] = None
+                              ) -> Callable[[Mapping[str, Any]], Checkpointing]:
+        """Makes the trainer's checkpointing of its state under `<run_dir>/checkpoints/trainer/`.
+
+        With `replay_client`, replay is saved just before each periodic trainer
+        checkpoint (see replay_checkpointing.py), so the two are restored together.
+        """
+        return functools.partial(
+            Checkpointing, run_dir=self.run_dir, node="trainer",
+            interval_s=self.config.checkpoint_interval_s,
+            max_to_keep=self.config.max_checkpoints_to_keep,
+            before_save=(ReplayCheckpointRequest(replay_client, program_stop_event())
+                         if replay_client is not None else None))
+
     def make_trainer(self, networks: MADQNNetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MADQNTrainer:
-        """The trainer, checkpointed under `<run_dir>/checkpoints/trainer/` when `checkpoint`."""
+        """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        make_checkpointing = None
-        if checkpoint:
-            # Replay is saved just before each periodic trainer checkpoint (see
-            # replay_checkpointing.py), so the two are restored together.
-            make_checkpointing = functools.partial(
-                Checkpointing, run_dir=self.run_dir, node="trainer",
-                interval_s=config.checkpoint_interval_s,
-                max_to_keep=config.max_checkpoints_to_keep,
-                before_save=(ReplayCheckpointRequest(replay_client, program_stop_event())
-                             if replay_client is not None else None))
         return self.trainer_class(
             networks=networks,
             dataset=dataset,
@@ -115,7 +129,7 @@ class MADQNBuilder:
             replay_table=REPLAY_TABLE,
             counter=counter,
             logger=logger,
-            make_checkpointing=make_checkpointing)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 
     def make_executor(self, networks: MADQNNetworks, exploration_schedule: ExplorationSchedule,
                       adder: Optional[adders.Adder] = None,

@@ -4,11 +4,11 @@ import dataclasses
 import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import bounded, validate
+from mava_systems.config import RunConfig, bounded, validate
 
 
 @dataclasses.dataclass
-class MADQNConfig:
+class MADQNConfig(RunConfig):
     """Every MADQN hyper-parameter, with its allowed range."""
 
     # Learning.
@@ -23,6 +23,9 @@ class MADQNConfig:
         1.0, 0.0, low_inclusive=False, optional=True,
         doc="TD errors beyond this get a linear (Huber) loss (None: squared error).")
     shared_weights: bool = True
+    # Each agent's observation gets its one-hot index appended (`wrappers.AgentIDObservations`),
+    # so agents that share a network can learn different roles.
+    agent_ids: bool = False
     hidden_sizes: Tuple[int, ...] = (64, 64)
 
     # Replay.
@@ -40,15 +43,6 @@ class MADQNConfig:
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
-    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
-    evaluation_episodes: int = bounded(4, 1, doc="Greedy episodes per evaluation round.")
-
-    # Bookkeeping.
-    checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
-                                           doc="Seconds between checkpoints.")
-    max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
-    terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
-    seed: int = bounded(0, 0, doc="Base random seed.")
 
     def __post_init__(self):
         validate(self)

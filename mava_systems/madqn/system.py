@@ -11,13 +11,13 @@ from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.exploration import ConstantEpsilon, default_schedules
-from mava_systems.components.logging import make_logger
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule
 from mava_systems.madqn.networks import QNetworkFactory, make_mlp_q_network
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
+from wrappers.agent_ids import WithAgentIDs
 
 EVALUATOR_SEED_OFFSET = 10_000
 # Resumed executors seed with their step count times this, so they do not replay old episodes.
@@ -66,6 +66,8 @@ class MADQN(DistributedSystem):
                          name=self.system_name)
         if not callable(environment_factory):
             raise ValueError(f"environment_factory must be callable, got {environment_factory!r}")
+        if self.config.agent_ids:
+            environment_factory = WithAgentIDs(environment_factory)
         self._environment_factory = environment_factory
         if exploration_schedules is None:
             exploration_schedules = default_schedules(num_executors)
@@ -129,7 +131,7 @@ class MADQN(DistributedSystem):
             self.builder.make_dataset_iterator(replay),
             replay_client=replay,
             counter=counting.Counter(counter, prefix="trainer"),
-            logger=self._logger("trainer", steps_key="trainer_steps"))
+            logger=self.trainer_logger())
 
     def evaluator(self, variable_source, counter):
         """The greedy evaluator, acting with the source's latest variables."""
@@ -143,7 +145,7 @@ class MADQN(DistributedSystem):
         counter = counting.Counter(counter, prefix="evaluator")
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
-                         self._logger("evaluator", "executor_steps"),
+                         self.node_logger("evaluator", "executor_steps"),
                          self.config.evaluation_episodes, self.config.evaluation_interval_s)
 
     def executor(self, executor_id, replay, variable_source, counter):
@@ -168,8 +170,6 @@ class MADQN(DistributedSystem):
         logging.info("%s explores with %r from its step %d", label, schedule, start_step)
         return EnvironmentLoop(
             environment, executor, executor_counter,
-            self._logger(label, "executor_steps"),
+            self.node_logger(label, "executor_steps"),
             extra_log_fn=lambda: {"epsilon": executor.epsilon})
 
-    def _logger(self, label: str, steps_key: str):
-        return make_logger(self.run_dir, label, self.config.terminal_log_interval_s, steps_key)

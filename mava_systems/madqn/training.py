@@ -1,6 +1,5 @@
 """The MADQN trainer: double Q-learning with n-step targets, per network, from replay."""
 
-import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from acme import types as acme_types
@@ -12,9 +11,7 @@ import sonnet as snt
 import tensorflow as tf
 import trfl
 
-from mava_systems.components.counting import complete_counts
-from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
-                                               program_stop_event)
+from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
 
@@ -25,7 +22,7 @@ def _merge_agents(stacked: tf.Tensor) -> tf.Tensor:
     return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
 
 
-class MADQNTrainer:
+class MADQNTrainer(TrainerLoop):
     """Trains every online Q-network from sampled n-step transitions.
 
     Each network is trained on the stacked transitions of all agents that
@@ -51,7 +48,6 @@ class MADQNTrainer:
     ):
         self._networks = networks
         self._agents_by_network = networks.agents_by_network
-        self._dataset = dataset
         self._discount = tf.constant(discount, tf.float32)
         self._max_gradient_norm = max_gradient_norm
         self._target_update_period = target_update_period
@@ -59,12 +55,9 @@ class MADQNTrainer:
         self._huber_loss_parameter = huber_loss_parameter
         self._replay_client = replay_client
         self._replay_table = replay_table
-        self._counter = counter or counting.Counter()
-        self._logger = logger or loggers.NoOpLogger()
         self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self._stop_event = program_stop_event()
-        self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
+        super().__init__(dataset, counter, logger, make_checkpointing)  # Restores `state`.
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -75,11 +68,6 @@ class MADQNTrainer:
             state[f"target_q_network/{key}"] = self._networks.target_q_networks[key]
             state[f"optimizer/{key}"] = self._optimizers[key]
         return state
-
-    @property
-    def num_steps(self) -> int:
-        """Trainer steps taken, including those restored from a checkpoint."""
-        return int(self._num_steps.numpy())
 
     def network_loss(self, key: str, transitions: acme_types.Transition
                      ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -144,41 +132,17 @@ class MADQNTrainer:
         fetches["priorities"] = tf.reduce_mean(tf.concat(abs_td, axis=1), axis=1)
         return fetches
 
-    def step(self) -> Dict[str, Any]:
-        """Samples one batch and takes one gradient step per network."""
-        start = time.time()
-        sample = next(self._dataset)
-        fetches = self._step(sample)
+    def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
+        """One gradient step per network on `sample` (compiled)."""
+        return self._step(sample)
+
+    def after_train_step(self, sample: reverb.ReplaySample, fetches: Dict[str, tf.Tensor]) -> None:
+        """Sends the new priorities to replay (prioritised replay only)."""
         priorities = fetches.pop("priorities")
         if self._importance_sampling_exponent is not None and self._replay_client is not None:
             self._replay_client.mutate_priorities(
                 table=self._replay_table,
                 updates=dict(zip(sample.info.key.numpy(), priorities.numpy().astype(np.float64))))
-        if self._stop_event.is_set():
-            raise ProgramStopping()  # Before the counter call: the counter may be gone.
-        counts = self._counter.increment(steps=1)
-        result = {name: float(value.numpy()) for name, value in fetches.items()}
-        result["replay_size"] = int(sample.info.table_size[0].numpy())
-        result.update(complete_counts(counts))
-        # The trainer's own count: exact, and restored with its weights (the counter's may lag).
-        result["trainer_steps"] = self.num_steps
-        result["step_time_s"] = time.time() - start
-        self._logger.write(result)
-        return result
-
-    def run(self) -> None:
-        """Trains until the program stops, checkpointing periodically and at the end."""
-        try:
-            while not self._stop_event.is_set():
-                self.step()
-                if self._checkpointing is not None:
-                    self._checkpointing.save()
-        except ProgramStopping:
-            pass
-        finally:
-            if self._checkpointing is not None:
-                self._checkpointing.save(force=True)
-        keep_serving_after_stop()
 
     def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
         """The current online variables of the named networks (what executors act with)."""

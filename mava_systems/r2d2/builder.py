@@ -3,7 +3,6 @@
 The dataset and variable client are MADQN's.
 """
 
-import functools
 from typing import Any, Iterator, List, Optional
 
 from acme import adders
@@ -13,7 +12,6 @@ import numpy as np
 import reverb
 import tree
 
-from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.replay import StopAwareClient
 from mava_systems.madqn.builder import REPLAY_TABLE, MADQNBuilder
@@ -58,6 +56,10 @@ class R2D2Builder(MADQNBuilder):
                              remover=reverb.selectors.Fifo(), max_size=config.max_replay_size,
                              rate_limiter=limiter, signature=signature)]
 
+    def unpack_replay_items(self) -> None:
+        """Sequences are stored as Acme's `SequenceAdder` writes them: nothing to unpack."""
+        return None
+
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes overlapping sequences (burn-in + trace + 1 steps) every `replay_period` steps."""
         return reverb_adders.SequenceAdder(
@@ -67,14 +69,8 @@ class R2D2Builder(MADQNBuilder):
     def make_trainer(self, networks: R2D2Networks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> R2D2Trainer:
-        """The trainer, checkpointed under <run_dir>/checkpoints/trainer/ when `checkpoint`."""
+        """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        make_checkpointing = None
-        if checkpoint:
-            make_checkpointing = functools.partial(
-                Checkpointing, run_dir=self.run_dir, node="trainer",
-                interval_s=config.checkpoint_interval_s,
-                max_to_keep=config.max_checkpoints_to_keep)
         return R2D2Trainer(
             networks=networks, dataset=dataset, discount=config.discount, n_step=config.n_step,
             burn_in_length=config.burn_in_length, learning_rate=config.learning_rate,
@@ -83,7 +79,7 @@ class R2D2Builder(MADQNBuilder):
             importance_sampling_exponent=config.importance_sampling_exponent,
             max_priority_weight=config.max_priority_weight, replay_client=replay_client,
             replay_table=REPLAY_TABLE, counter=counter, logger=logger,
-            make_checkpointing=make_checkpointing)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 
     def make_executor(self, networks: R2D2Networks,
                       exploration_schedule: Optional[ExplorationSchedule] = None,

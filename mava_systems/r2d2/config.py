@@ -4,11 +4,11 @@ import dataclasses
 import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import bounded, validate
+from mava_systems.config import RunConfig, bounded, validate
 
 
 @dataclasses.dataclass
-class R2D2Config:
+class R2D2Config(RunConfig):
     """Every R2D2 hyper-parameter, with its allowed range."""
 
     # Learning.
@@ -41,15 +41,6 @@ class R2D2Config:
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Actor steps between variable fetches.")
-    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
-    evaluation_episodes: int = bounded(4, 1, doc="Greedy episodes per evaluation round.")
-
-    # Bookkeeping.
-    checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
-                                           doc="Seconds between checkpoints.")
-    max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
-    terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
-    seed: int = bounded(0, 0, doc="Base random seed.")
 
     # Read by the dataset MADQN's builder makes.
     prioritized_replay = True

@@ -74,7 +74,7 @@ class R2D2(SingleAgentSystem):
         return self.builder.make_trainer(
             self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
             replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
-            logger=self._logger("trainer", "trainer_steps"))
+            logger=self.trainer_logger())
 
     def executor_options(self, executor_id: int) -> Dict[str, Any]:
         """Actor `executor_id` explores with its own epsilon."""
