@@ -47,7 +47,6 @@ def main() -> None:
 
     import reverb
 
-    from mava_systems.components.checkpointing import Checkpointing
     from mava_systems.components.environment_loop import EnvironmentLoop
     from mava_systems.components.exploration import ConstantEpsilon
     from mava_systems.components.replay_checkpointing import (latest_replay_checkpoint,

@@ -1,6 +1,5 @@
 """Single-agent systems: the check of their environment, and their shared node constructors."""
 
-import dataclasses
 from typing import Any, Callable, Dict, Optional
 
 from acme.utils import counting
@@ -104,23 +103,6 @@ class SingleAgentSystem(DistributedSystem):
     def make_default_network_factory(config: Any) -> Callable:
         """The network factory used when none is given."""
         raise NotImplementedError
-
-    @property
-    def environment_factory(self) -> Any:
-        """The factory every node makes its environment with."""
-        return self._environment_factory
-
-    def description(self) -> Dict[str, Any]:
-        """The run's environment, agents, network shapes, topology and every config field."""
-        return {
-            **super().description(),
-            "environment": repr(self._environment_factory),
-            "environment_name": getattr(self._environment_factory, "name", None),
-            "environment_kwargs": getattr(self._environment_factory, "env_kwargs", None),
-            "agents": self.environment_spec.agents,
-            "network_variables": self._network_variables,
-            **{f"config.{key}": value for key, value in dataclasses.asdict(self.config).items()},
-        }
 
     def replay(self):
         """The replay tables (or queue)."""

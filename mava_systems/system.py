@@ -46,8 +46,12 @@ class DistributedSystem:
     # Acme's DQN and DMPO put the coordinator in the counter's group.
     coordinator_group = "coordinator"
     steps_key = "executor_steps"
-    # The system's hyper-parameter dataclass (e.g. `MADQNConfig`), set by subclasses.
+    # Set by subclasses: the hyper-parameter dataclass (e.g. `MADQNConfig`), the
+    # environment factory and spec, and {network: [variable shape, ...]}.
     config: Any = None
+    _environment_factory: Any = None
+    environment_spec: Any = None
+    _network_variables: Dict[str, Any] = {}
 
     def __init__(self, num_executors: int, num_caches: int,
                  max_executor_steps: Optional[int], run_dir: Optional[str],
@@ -75,10 +79,32 @@ class DistributedSystem:
     # Entries of `description()` a resumed run must share with the saved one.
     identity_keys = ["system", "environment", "agents", "network_variables"]
 
+    @property
+    def environment_factory(self) -> Any:
+        """The factory every node makes its environment with (set by subclasses)."""
+        return self._environment_factory
+
     def description(self) -> Dict[str, Any]:
-        """What this run is: saved as `<run_dir>/run.json` and compared on every launch."""
-        return {"system": self._name, "num_executors": self._num_executors,
-                "num_caches": self._num_caches, "max_executor_steps": self._max_executor_steps}
+        """What this run is: saved as `<run_dir>/run.json` and compared on every launch.
+
+        The topology; once a subclass has set them, the environment, its agents
+        and the networks' variable shapes; and every config field.
+        """
+        description = {"system": self._name, "num_executors": self._num_executors,
+                       "num_caches": self._num_caches,
+                       "max_executor_steps": self._max_executor_steps}
+        if self._environment_factory is not None:
+            description.update({
+                "environment": repr(self._environment_factory),
+                "environment_name": getattr(self._environment_factory, "name", None),
+                "environment_kwargs": getattr(self._environment_factory, "env_kwargs", None),
+                "agents": self.environment_spec.agents,
+                "network_variables": self._network_variables,
+            })
+        if dataclasses.is_dataclass(self.config):
+            description.update({f"config.{key}": value
+                                for key, value in dataclasses.asdict(self.config).items()})
+        return description
 
     def run_config(self) -> Dict[str, Any]:
         """The settings of this launch: saved as `<run_dir>/config.json` and printed at start."""

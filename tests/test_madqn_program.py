@@ -5,7 +5,6 @@ tiny cooperative `debug/line_world_v0`: 2 agents, 10-step episodes; a random
 policy scores about -3.2 per episode and the optimal one about -0.24.
 """
 
-import csv
 import glob
 import json
 import os
@@ -19,9 +18,9 @@ import time
 import pytest
 
 from mava_systems.components.run_directory import read_status
-from program_helpers import evaluate_checkpoint, read_csv, stop_count
-import program_helpers
 from mava_systems.madqn.builder import REPLAY_TABLE
+import program_helpers
+from program_helpers import evaluate_checkpoint, read_csv, stop_count
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",

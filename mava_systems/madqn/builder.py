@@ -52,19 +52,25 @@ class MADQNBuilder:
         return ArrayPacker(reverb_adders.NStepTransitionAdder.signature(
             self.environment_spec.stacked(self.stacker)))
 
+    def make_rate_limiter(self) -> reverb.rate_limiters.RateLimiter:
+        """Sampling starts at `min_replay_size` items, then keeps to `samples_per_insert`.
+
+        Without `samples_per_insert`, only the minimum size is enforced.
+        """
+        config = self.config
+        if config.samples_per_insert is None:
+            return reverb.rate_limiters.MinSize(config.min_replay_size)
+        # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
+        error_buffer = max(config.min_replay_size * 0.1 * config.samples_per_insert,
+                           2.0 * config.batch_size)
+        return reverb.rate_limiters.SampleToInsertRatio(
+            min_size_to_sample=config.min_replay_size,
+            samples_per_insert=config.samples_per_insert, error_buffer=error_buffer)
+
     def make_replay_tables(self) -> List[reverb.Table]:
         """One transition table, uniform or prioritised, rate-limited by samples per insert."""
         config = self.config
-        if config.samples_per_insert is None:
-            limiter = reverb.rate_limiters.MinSize(config.min_replay_size)
-        else:
-            # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
-            error_buffer = max(config.min_replay_size * 0.1 * config.samples_per_insert,
-                               2.0 * config.batch_size)
-            limiter = reverb.rate_limiters.SampleToInsertRatio(
-                min_size_to_sample=config.min_replay_size,
-                samples_per_insert=config.samples_per_insert,
-                error_buffer=error_buffer)
+        limiter = self.make_rate_limiter()
         sampler = (reverb.selectors.Prioritized(config.priority_exponent)
                    if config.prioritized_replay else reverb.selectors.Uniform())
         return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),

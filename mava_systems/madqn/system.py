@@ -1,6 +1,5 @@
 """MADQN: multi-agent deep Q-networks as a distributed Launchpad program."""
 
-import dataclasses
 import functools
 from typing import Any, Dict, Optional, Sequence
 
@@ -90,23 +89,10 @@ class MADQN(DistributedSystem):
             key: [list(variable.shape) for variable in network.variables]
             for key, network in networks.q_networks.items()}
 
-    @property
-    def environment_factory(self) -> Any:
-        """The factory every node makes its environment with."""
-        return self._environment_factory
-
     def description(self) -> Dict[str, Any]:
-        """The run's environment, agents, network shapes, topology and every config field."""
-        return {
-            **super().description(),
-            "environment": repr(self._environment_factory),
-            "environment_name": getattr(self._environment_factory, "name", None),
-            "environment_kwargs": getattr(self._environment_factory, "env_kwargs", None),
-            "agents": self.environment_spec.agents,
-            "network_variables": self._network_variables,
-            "exploration_schedules": [repr(schedule) for schedule in self.exploration_schedules],
-            **{f"config.{key}": value for key, value in dataclasses.asdict(self.config).items()},
-        }
+        """The base description (see `DistributedSystem`), with every executor's exploration schedule."""
+        return {**super().description(),
+                "exploration_schedules": [repr(schedule) for schedule in self.exploration_schedules]}
 
     def run_config(self) -> Dict[str, Any]:
         """The launch settings, with the environment's name and arguments and the schedules."""

@@ -95,6 +95,13 @@ class MADQNTrainer(TrainerLoop):
             loss = losses.huber(extra.td_error, self._huber_loss_parameter)
         return loss, extra.td_error, q_tm1
 
+    def row_priorities(self, td_error: tf.Tensor) -> tf.Tensor:
+        """The new priority of each (transition, agent) row from `network_loss`'s TD errors: |TD|.
+
+        A sampled item's priority is the mean over its agents.
+        """
+        return tf.abs(td_error)
+
     @tf.function
     def _step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
         transitions: acme_types.Transition = sample.data
@@ -118,7 +125,7 @@ class MADQNTrainer(TrainerLoop):
             gradients = tape.gradient(loss, variables)
             gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
             self._optimizers[key].apply(gradients, variables)
-            abs_td.append(tf.reshape(tf.abs(td_error), [batch_size, len(agents)]))
+            abs_td.append(tf.reshape(self.row_priorities(td_error), [batch_size, len(agents)]))
             fetches[f"loss/{key}"] = loss
             fetches[f"q_value/{key}"] = tf.reduce_mean(q_tm1)
             fetches[f"gradient_norm/{key}"] = gradient_norm

@@ -39,22 +39,13 @@ class R2D2Builder(MADQNBuilder):
     def make_replay_tables(self) -> List[reverb.Table]:
         """One prioritised table of sequences, rate-limited by samples per insert."""
         config = self.config
-        if config.samples_per_insert is None:
-            limiter = reverb.rate_limiters.MinSize(config.min_replay_size)
-        else:
-            # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
-            error_buffer = max(config.min_replay_size * 0.1 * config.samples_per_insert,
-                               2.0 * config.batch_size)
-            limiter = reverb.rate_limiters.SampleToInsertRatio(
-                min_size_to_sample=config.min_replay_size,
-                samples_per_insert=config.samples_per_insert, error_buffer=error_buffer)
         signature = reverb_adders.SequenceAdder.signature(
             self.environment_spec.stacked(self.stacker), self.extras_spec(),
             sequence_length=config.sequence_length)
         return [reverb.Table(name=REPLAY_TABLE,
                              sampler=reverb.selectors.Prioritized(config.priority_exponent),
                              remover=reverb.selectors.Fifo(), max_size=config.max_replay_size,
-                             rate_limiter=limiter, signature=signature)]
+                             rate_limiter=self.make_rate_limiter(), signature=signature)]
 
     def unpack_replay_items(self) -> None:
         """Sequences are stored as Acme's `SequenceAdder` writes them: nothing to unpack."""
