@@ -53,9 +53,10 @@ def config_key(launch_type: str, executors: int) -> str:
 class TrainerLog:
     """Follows the trainer's CSV log: the counts of its latest row each time the file grows.
 
-    The CSV logger writes its first row at the first trainer step and flushes
-    it at once, then flushes every 30 rows, so each growth of the file shows the
-    counts of that moment (to within the polling interval). Rates computed
+    The trainer's CSV logger writes (and flushes) its first row at the first
+    trainer step, then a row at most once a second (`trainer_log_interval_s`),
+    so each growth of the file shows the counts of that moment (to within the
+    polling interval). Rates computed
     between such moments do not depend on the logs being complete when the
     program ends (a node that does not stop in time is killed, and its last
     rows are lost).

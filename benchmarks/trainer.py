@@ -9,7 +9,8 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
                    on one batch already in memory: the limit
   trainer          `trainer.step()`: a batch from Reverb through the dataset pipeline
                    (builder.make_dataset_iterator), the compiled step, counting
-  trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard)
+  trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard;
+                   a row at most once a second)
   dataset          (diagnostic) batches/s the dataset pipeline alone delivers
 """
 
@@ -55,7 +56,6 @@ def main() -> None:
 
     from mava_systems.components.environment_loop import EnvironmentLoop
     from mava_systems.components.exploration import ConstantEpsilon
-    from mava_systems.components.logging import make_logger
     from mava_systems.madqn.builder import REPLAY_TABLE
 
     system, server, client = common.local_madqn(
@@ -96,8 +96,7 @@ def main() -> None:
         if not args.no_diagnostics:
             logged = builder.make_trainer(
                 networks, dataset, replay_client=client, checkpoint=False,
-                logger=make_logger(run_dir, "trainer", config.terminal_log_interval_s,
-                                   steps_key="trainer_steps"))
+                logger=system.trainer_logger())
             state["logged"] = logged
             start = time.perf_counter()
             logged.step()

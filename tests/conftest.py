@@ -29,3 +29,11 @@ def line_world_factory():
     import wrappers
 
     return wrappers.make_environment_factory("debug/line_world_v0")
+
+
+@pytest.fixture(scope="session")
+def cartpole():
+    """Gymnasium's CartPole-v1 as a one-agent environment factory."""
+    import wrappers
+
+    return wrappers.make_environment_factory("gymnasium/CartPole-v1")

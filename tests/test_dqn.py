@@ -19,11 +19,6 @@ CASES = [  # (num_actors, num_caches, max_actor_steps)
 ]
 
 
-@pytest.fixture(scope="module")
-def cartpole():
-    return wrappers.make_environment_factory("gymnasium/CartPole-v1")
-
-
 @pytest.mark.parametrize("case", CASES, ids=[f"a{a}-c{c}-s{s}" for a, c, s in CASES])
 def test_dqn_topology(cartpole, tmp_run_dir, case):
     num_actors, num_caches, max_actor_steps = case

@@ -12,11 +12,6 @@ import wrappers
 CASES = [(1, None), (3, 1000), (6, None)]  # (num_actors, max_actor_steps)
 
 
-@pytest.fixture(scope="module")
-def cartpole():
-    return wrappers.make_environment_factory("gymnasium/CartPole-v1")
-
-
 @pytest.mark.parametrize("case", CASES, ids=[f"a{a}-s{s}" for a, s in CASES])
 def test_impala_topology(cartpole, tmp_run_dir, case):
     num_actors, max_actor_steps = case

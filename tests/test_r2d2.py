@@ -11,11 +11,6 @@ import wrappers
 CASES = [(1, None), (4, 1000), (6, None)]  # (num_actors, max_actor_steps)
 
 
-@pytest.fixture(scope="module")
-def cartpole():
-    return wrappers.make_environment_factory("gymnasium/CartPole-v1")
-
-
 @pytest.mark.parametrize("case", CASES, ids=[f"a{a}-s{s}" for a, s in CASES])
 def test_r2d2_topology(cartpole, tmp_run_dir, case):
     num_actors, max_actor_steps = case

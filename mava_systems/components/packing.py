@@ -8,7 +8,7 @@ dataset unpacks whole batches inside the TensorFlow graph. Packing is a byte
 copy, so every dtype round-trips exactly.
 """
 
-from typing import Any, List
+from typing import Any, Dict, List
 
 import numpy as np
 import tensorflow as tf
@@ -16,24 +16,32 @@ import tree
 
 
 class ArrayPacker:
-    """Packs a nest matching `spec` (a nest of `tf.TensorSpec`s of fixed shapes) into uint8 bytes."""
+    """Packs a nest matching `spec` (a nest of `tf.TensorSpec`s of fixed shapes) into uint8 bytes.
+
+    Leaves of the same dtype are laid out next to each other, so unpacking
+    takes a few operations per dtype rather than several per leaf.
+    """
 
     def __init__(self, spec: Any):
         self.spec = spec
-        self._leaves: List[tf.TensorSpec] = tree.flatten(spec)
-        if not self._leaves:
+        leaves: List[tf.TensorSpec] = tree.flatten(spec)
+        if not leaves:
             raise ValueError("ArrayPacker needs a nest with at least one array")
-        self._dtypes = [np.dtype(leaf.dtype.as_numpy_dtype) for leaf in self._leaves]
+        self._dtypes = [np.dtype(leaf.dtype.as_numpy_dtype) for leaf in leaves]
         self._shapes = []
-        for leaf in self._leaves:
+        for leaf in leaves:
             if not leaf.shape.is_fully_defined():
                 raise ValueError(f"ArrayPacker needs fixed shapes, got {leaf.name or 'a leaf'} "
                                  f"with shape {leaf.shape}")
             self._shapes.append(tuple(leaf.shape.as_list()))
-        self._sizes = [int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                       for shape, dtype in zip(self._shapes, self._dtypes)]
-        self._offsets = np.cumsum([0] + self._sizes).tolist()
-        self.num_bytes: int = self._offsets[-1]
+        self._elements = [int(np.prod(shape, dtype=np.int64)) for shape in self._shapes]
+        # Groups of leaf indices, one per dtype, in order of first appearance.
+        self._groups: Dict[np.dtype, List[int]] = {}
+        for index, dtype in enumerate(self._dtypes):
+            self._groups.setdefault(dtype, []).append(index)
+        self._order = [index for group in self._groups.values() for index in group]
+        self.num_bytes: int = sum(elements * dtype.itemsize
+                                  for elements, dtype in zip(self._elements, self._dtypes))
 
     def signature(self) -> tf.TensorSpec:
         """The spec of one packed item."""
@@ -42,29 +50,34 @@ class ArrayPacker:
     def pack(self, nest: Any) -> np.ndarray:
         """`nest` (each leaf cast to its spec's dtype and checked against its shape) as bytes."""
         leaves = tree.flatten(nest)
-        if len(leaves) != len(self._leaves):
-            raise ValueError(f"expected a nest of {len(self._leaves)} arrays, got {len(leaves)}")
+        if len(leaves) != len(self._dtypes):
+            raise ValueError(f"expected a nest of {len(self._dtypes)} arrays, got {len(leaves)}")
         parts = []
-        for leaf, dtype, shape in zip(leaves, self._dtypes, self._shapes):
-            array = np.asarray(leaf, dtype=dtype)
-            if array.shape != shape:
-                raise ValueError(f"expected shape {shape}, got {array.shape}")
+        for index in self._order:
+            array = np.asarray(leaves[index], dtype=self._dtypes[index])
+            if array.shape != self._shapes[index]:
+                raise ValueError(f"expected shape {self._shapes[index]}, got {array.shape}")
             parts.append(array.tobytes())
         return np.frombuffer(b"".join(parts), dtype=np.uint8)
 
     def unpack(self, packed: tf.Tensor) -> Any:
         """Packed items `[..., num_bytes]` (any leading dimensions) -> the nest, leaves `[..., *shape]`."""
         outer = tf.shape(packed)[:-1]
-        leaves = []
-        for dtype, shape, start, stop in zip(self._dtypes, self._shapes, self._offsets,
-                                             self._offsets[1:]):
+        leaves: List[Any] = [None] * len(self._dtypes)
+        start = 0
+        for dtype, indices in self._groups.items():
+            elements = [self._elements[index] for index in indices]
+            stop = start + sum(elements) * dtype.itemsize
             part = packed[..., start:stop]
+            start = stop
             if dtype == np.bool_:
-                value = tf.not_equal(part, 0)
+                values = tf.not_equal(part, 0)
             elif dtype.itemsize == 1:
-                value = tf.bitcast(part, tf.as_dtype(dtype))
+                values = tf.bitcast(part, tf.as_dtype(dtype))
             else:
-                value = tf.bitcast(tf.reshape(part, tf.concat([outer, [-1, dtype.itemsize]], 0)),
-                                   tf.as_dtype(dtype))
-            leaves.append(tf.reshape(value, tf.concat([outer, tf.constant(shape, tf.int32)], 0)))
+                values = tf.bitcast(tf.reshape(part, tf.concat([outer, [-1, dtype.itemsize]], 0)),
+                                    tf.as_dtype(dtype))
+            for index, value in zip(indices, tf.split(values, elements, axis=-1)):
+                leaves[index] = tf.reshape(
+                    value, tf.concat([outer, tf.constant(self._shapes[index], tf.int32)], 0))
         return tree.unflatten_as(self.spec, leaves)
