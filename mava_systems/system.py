@@ -77,7 +77,7 @@ class DistributedSystem:
         return self._max_executor_steps
 
     # Entries of `description()` a resumed run must share with the saved one.
-    identity_keys = ["system", "environment", "agents", "network_variables"]
+    identity_keys = ["system", "environment", "agents", "network_variables", "replay_items"]
 
     @property
     def environment_factory(self) -> Any:
@@ -87,8 +87,9 @@ class DistributedSystem:
     def description(self) -> Dict[str, Any]:
         """What this run is: saved as `<run_dir>/run.json` and compared on every launch.
 
-        The topology; once a subclass has set them, the environment, its agents
-        and the networks' variable shapes; and every config field.
+        The topology; once a subclass has set them, the environment, its agents,
+        the networks' variable shapes and the replay tables' item signatures;
+        and every config field.
         """
         description = {"system": self._name, "num_executors": self._num_executors,
                        "num_caches": self._num_caches,
@@ -100,6 +101,8 @@ class DistributedSystem:
                 "environment_kwargs": getattr(self._environment_factory, "env_kwargs", None),
                 "agents": self.environment_spec.agents,
                 "network_variables": self._network_variables,
+                # What replay stores: a saved replay of another layout cannot be resumed.
+                "replay_items": {table.name: repr(table.info.signature) for table in self.replay()},
             })
         if dataclasses.is_dataclass(self.config):
             description.update({f"config.{key}": value

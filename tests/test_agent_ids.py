@@ -50,3 +50,18 @@ def test_non_numeric_observations_are_an_error():
 
     with pytest.raises(ValueError, match="numeric observations; agent 'a'"):
         wrappers.AgentIDObservations(TextObservations())
+
+
+def test_a_run_saved_with_another_replay_layout_is_not_continued(tmp_path):
+    """Switching agent IDs on changes what replay stores: the saved run is refused, untouched."""
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    run_dir = str(tmp_path / "run")
+    madqn.MADQN(factory, config=madqn.MADQNConfig(hidden_sizes=(8,)), run_dir=run_dir
+                ).prepare_run_dir()
+    with open(tmp_path / "run" / "run.json") as run_file:
+        saved = run_file.read()
+    with pytest.raises(ValueError, match="cannot continue.*replay_items"):
+        madqn.MADQN(factory, config=madqn.MADQNConfig(hidden_sizes=(8,), agent_ids=True),
+                    run_dir=run_dir).prepare_run_dir()
+    with open(tmp_path / "run" / "run.json") as run_file:
+        assert run_file.read() == saved

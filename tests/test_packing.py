@@ -66,3 +66,12 @@ def test_wrong_structure_or_shape_is_an_error():
         packer.pack(np.zeros(3))
     with pytest.raises(ValueError, match="fixed shapes"):
         ArrayPacker({"x": tf.TensorSpec([None], tf.float32)})
+
+
+def test_layouts_with_the_same_size_have_different_signatures():
+    first = ArrayPacker({"a": tf.TensorSpec([2], tf.float32), "b": tf.TensorSpec([1], tf.int32)})
+    swapped = ArrayPacker({"a": tf.TensorSpec([1], tf.int32), "b": tf.TensorSpec([2], tf.float32)})
+    assert first.num_bytes == swapped.num_bytes == 12
+    assert first.signature() != swapped.signature()
+    same = ArrayPacker({"a": tf.TensorSpec([2], tf.float32), "b": tf.TensorSpec([1], tf.int32)})
+    assert first.signature() == same.signature()

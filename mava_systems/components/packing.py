@@ -8,6 +8,7 @@ dataset unpacks whole batches inside the TensorFlow graph. Packing is a byte
 copy, so every dtype round-trips exactly.
 """
 
+import hashlib
 from typing import Any, Dict, List
 
 import numpy as np
@@ -44,8 +45,19 @@ class ArrayPacker:
                                   for elements, dtype in zip(self._elements, self._dtypes))
 
     def signature(self) -> tf.TensorSpec:
-        """The spec of one packed item."""
-        return tf.TensorSpec([self.num_bytes], tf.uint8, name="packed")
+        """The spec of one packed item, named after a digest of the layout (paths, dtypes, shapes).
+
+        Tables of different layouts so have different signatures even when
+        their items have the same number of bytes.
+        """
+        return tf.TensorSpec([self.num_bytes], tf.uint8, name=f"packed_{self.layout_digest()}")
+
+    def layout_digest(self) -> str:
+        """12 hex digits identifying the packed layout."""
+        layout = [(tree_path, str(self._dtypes[index]), self._shapes[index])
+                  for index, (tree_path, _) in enumerate(tree.flatten_with_path(self.spec))]
+        layout = [layout[index] for index in self._order]
+        return hashlib.sha1(repr(layout).encode()).hexdigest()[:12]
 
     def pack(self, nest: Any) -> np.ndarray:
         """`nest` (each leaf cast to its spec's dtype and checked against its shape) as bytes."""
