@@ -36,14 +36,14 @@ class RecordingAdder:
 
 def main() -> None:
     parser = common.make_parser("checkpoint", __doc__.split("\n\n")[0], seconds=0.0,
-                                seconds_help="unused", warmup=None)
+                                seconds_help="unused", warmup=None, in_process=True)
     parser.add_argument("--replay_items", type=int, default=100_000,
                         help="transitions in replay when it is saved (default 100000)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     if args.replay_items < 1:
         raise SystemExit("--replay_items must be at least 1")
-    common.prepare_in_process()
+    common.prepare_in_process(args.tf_threads)
 
     import reverb
 

@@ -30,10 +30,11 @@ ENV_NAME = "mpe/simple_spread_v3"
 
 
 def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
-                seconds_help: str = "seconds measured per run", warmup: Optional[float] = 2.0
-                ) -> argparse.ArgumentParser:
+                seconds_help: str = "seconds measured per run", warmup: Optional[float] = 2.0,
+                in_process: bool = False) -> argparse.ArgumentParser:
     """The arguments every benchmark takes: --repeats, --seconds, --out, and --warmup
-    unless `warmup` is None (benchmarks with no timing loop of their own)."""
+    unless `warmup` is None (benchmarks with no timing loop of their own); benchmarks
+    that run the library `in_process` also take --tf_threads."""
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
     parser.add_argument("--repeats", type=int, default=repeats,
                         help=f"runs per figure; the median is reported (default {repeats})")
@@ -43,6 +44,10 @@ def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
         parser.add_argument("--warmup", type=float, default=warmup,
                             help=f"seconds run before each timed run and not counted "
                                  f"(default {warmup:g})")
+    if in_process:
+        parser.add_argument("--tf_threads", type=int, default=1,
+                            help="TensorFlow threads per op pool, as the examples' --tf_threads "
+                                 "(default 1; 0: one per core)")
     parser.add_argument("--out", default=os.path.join(RESULTS_DIR, f"{name}.json"),
                         help="where the JSON results go (default benchmarks/results/%(prog)s.json)"
                         .replace("%(prog)s", name))
@@ -200,6 +205,7 @@ def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]
     result = dict(figures)
     result["meta"] = {**meta, "repeats": args.repeats, "seconds": args.seconds,
                       **({"warmup": args.warmup} if hasattr(args, "warmup") else {}),
+                      **({"tf_threads": args.tf_threads} if hasattr(args, "tf_threads") else {}),
                       **machine_info()}
     directory = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(directory, exist_ok=True)
@@ -213,10 +219,14 @@ def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]
 # --------------------------------------------------------------------------- in-process components
 
 
-def prepare_in_process() -> None:
-    """Lets library code that reads absl flags (Launchpad, Reverb logging) run outside `app.run`."""
+def prepare_in_process(tf_threads: int) -> None:
+    """Sets TensorFlow's thread pools as a program's processes have them (`--tf_threads`), and
+    lets library code that reads absl flags (Launchpad, Reverb logging) run outside `app.run`."""
     from absl import flags
 
+    from mava_systems import launch  # pylint: disable=import-outside-toplevel
+
+    launch.configure_tensorflow_threads(tf_threads)
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
 

@@ -107,7 +107,7 @@ def loop_episode(loop: Any) -> Callable[[], int]:
 def main() -> None:
     parser = common.make_parser(
         "executor", __doc__.split("\n\n")[0], seconds=10.0,
-        seconds_help="seconds timed per variant and repeat", warmup=2.0)
+        seconds_help="seconds timed per variant and repeat", warmup=2.0, in_process=True)
     parser.add_argument("--epsilon", type=float, default=0.4,
                         help="the executors' exploration rate (default 0.4, a single "
                              "executor's default)")
@@ -115,7 +115,7 @@ def main() -> None:
                         help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
-    common.prepare_in_process()
+    common.prepare_in_process(args.tf_threads)
 
     from acme.utils import counting
 

@@ -10,7 +10,8 @@ Writes the curves to benchmarks/results/learning.csv and learning.png (beside
 --out) and reports:
 
   env_steps      executor (joint environment) steps taken when the program stopped
-  final_return   mean return of the last --final_rounds evaluation rounds
+  final_return   mean return of the last --final_rounds evaluation rounds logged within
+                 --env_steps executor steps
   wall_s         wall time from launch to exit
   steps_to_target  executor steps at which the mean of the last --final_rounds rounds first
                  exceeded --target (None if never)
@@ -96,7 +97,9 @@ def run_once(seed: int, args: Any) -> Dict[str, Any]:
             result["error"] = (f"exit code {result['stop']['returncode']}, "
                                f"{len(rows)} evaluation rounds")
             result["output_tail"] = output[-2000:]
-        recent = [row["evaluation_return"] for row in rows[-args.final_rounds:]]
+        # Rounds logged after the requested steps (while the program stops) do not count.
+        budget = [row for row in rows if row["executor_steps"] <= args.env_steps]
+        recent = [row["evaluation_return"] for row in budget[-args.final_rounds:]]
         result["final_return"] = sum(recent) / len(recent) if recent else None
         result["best_return"] = max((row["evaluation_return"] for row in rows), default=None)
         result["steps_to_target"] = running_mean_crossing(rows, args.final_rounds, args.target)
@@ -231,9 +234,11 @@ def main() -> None:
     print(f"Curves: {common.display_path(stem + '.csv')}, plot: "
           f"{common.display_path(stem + '.png')}")
     final = figures["final_return"]
+    met = final is not None and final > args.target and args.env_steps <= 1_000_000
     print(f"Target: better than {args.target:g} within 1M env steps: "
-          f"{'met' if final is not None and final > args.target and figures['env_steps'] <= 1_000_000 else 'NOT met'}"
-          f" (final return {common.fmt(final)} after {common.fmt(figures['env_steps'])} steps)")
+          f"{'met' if met else 'NOT met'} (final return {common.fmt(final)} from the last "
+          f"{args.final_rounds} rounds within {args.env_steps:,} steps)")
+    figures["target_met"] = met
     common.emit(args, figures, {
         "benchmark": "learning", "env": common.ENV_NAME, "launch_type": args.launch_type,
         "example_flags": args.flag, "requested_env_steps": args.env_steps,

@@ -41,8 +41,10 @@ def counted(function: Callable[[], Any]) -> Callable[[], int]:
 def main() -> None:
     parser = common.make_parser(
         "trainer", __doc__.split("\n\n")[0], seconds=10.0,
-        seconds_help="seconds timed per variant and repeat", warmup=2.0)
+        seconds_help="seconds timed per variant and repeat", warmup=2.0, in_process=True)
     parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--dataset_parallel_calls", type=int, default=None,
+                        help="Reverb sampling streams (default: MADQNConfig's)")
     parser.add_argument("--fill_steps", type=int, default=5_000,
                         help="joint environment steps written to replay before timing "
                              "(default 5000)")
@@ -52,7 +54,7 @@ def main() -> None:
                         help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
-    common.prepare_in_process()
+    common.prepare_in_process(args.tf_threads)
 
     from mava_systems.components.environment_loop import EnvironmentLoop
     from mava_systems.components.exploration import ConstantEpsilon
@@ -60,6 +62,8 @@ def main() -> None:
 
     system, server, client = common.local_madqn(
         "trainer", batch_size=args.batch_size, prioritized_replay=args.prioritized_replay,
+        **({} if args.dataset_parallel_calls is None else
+           {"dataset_parallel_calls": args.dataset_parallel_calls}),
         seed=args.seed)
     factory, run_dir, config, builder = (system.environment_factory, system.run_dir,
                                          system.config, system.builder)

@@ -6,10 +6,11 @@ import os
 import signal
 import sys
 import typing
-from typing import Any, Callable, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Mapping, Optional, Sequence, Type, TypeVar
 
-from absl import app, flags
+from absl import app, flags, logging
 import launchpad as lp
+import tensorflow as tf
 
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.progress import reporting_progress
@@ -20,6 +21,10 @@ ConfigT = TypeVar("ConfigT")
 # Seconds nodes get to stop before Launchpad kills them (its default, 10, is too short for the
 # final checkpoints of a large replay, or for a slow trainer step on a busy machine).
 TERMINATION_NOTICE_S = 60
+# TensorFlow threads per op pool in every process of a program (0: TensorFlow's default, one
+# per core). A program runs several nodes on the machine's cores; one thread each keeps them from
+# contending (the trainer benchmark in docs/benchmarks.md compares both).
+DEFAULT_TF_THREADS = 1
 
 
 def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
@@ -44,16 +49,29 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
     flags.DEFINE_boolean("start_fresh", False,
                          "Start a new run even if --run_dir holds one (the old one is moved "
                          "to <run_dir>.old-<n>, not deleted).")
+    flags.DEFINE_integer("tf_threads", DEFAULT_TF_THREADS,
+                         "TensorFlow threads per op pool (intra- and inter-op) in every process "
+                         "(0: TensorFlow's default, one per core).")
     flags.DEFINE_float("progress_interval_s", None,
                        "Seconds between progress lines (default: 1, updating one line, on a "
                        "terminal; 30 otherwise; 0: no progress lines).")
 
 
-def define_config_flags(config_class: Type[Any]) -> None:
-    """Defines one flag per field of a config dataclass, defaulting to the field's default."""
+def define_config_flags(config_class: Type[Any],
+                        config_defaults: Optional[Mapping[str, Any]] = None) -> None:
+    """Defines one flag per field of a config dataclass.
+
+    A flag defaults to `config_defaults[field]` if given (an example's settings
+    for its environment family), else to the field's default.
+    """
+    config_defaults = dict(config_defaults or {})
+    unknown = set(config_defaults) - {field.name for field in dataclasses.fields(config_class)}
+    if unknown:
+        raise ValueError(f"config_defaults names fields {config_class.__name__} does not have: "
+                         f"{sorted(unknown)}")
     for field in dataclasses.fields(config_class):
         help_text = field.metadata.get("doc") or f"{config_class.__name__}.{field.name}"
-        default = field.default
+        default = config_defaults.get(field.name, field.default)
         field_type = typing.get_origin(field.type) or field.type
         if isinstance(default, bool):
             flags.DEFINE_boolean(field.name, default, help_text)
@@ -100,22 +118,25 @@ def topology_from_flags(executor_name: str = "executor") -> dict:
 
 
 def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
-                 executor_name: str = "executor", default_num_caches: Optional[int] = 0
+                 executor_name: str = "executor", default_num_caches: Optional[int] = 0,
+                 config_defaults: Optional[Mapping[str, Any]] = None
                  ) -> Callable[[Sequence[str]], None]:
     """Defines the example flags and returns an `app.run` main that builds and runs the system.
 
     The system is `system_class(environment_factory=..., config=..., num_executors=...,
     num_caches=..., max_executor_steps=..., run_dir=...)`, all taken from the flags
     (`num_actors` and `max_actor_steps` with `executor_name="actor"`; no
-    `num_caches` with `default_num_caches=None`).
+    `num_caches` with `default_num_caches=None`). `config_defaults` overrides
+    the config's defaults for this example (see `define_config_flags`).
     """
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
-    define_config_flags(config_class)
+    define_config_flags(config_class, config_defaults)
 
     def main(argv: Sequence[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
         try:
+            configure_tensorflow_threads(FLAGS.tf_threads)
             system = system_class(
                 environment_factory=wrappers.make_environment_factory(FLAGS.env),
                 config=config_from_flags(config_class),
@@ -126,6 +147,27 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
         launch_and_wait(system)
 
     return main
+
+
+def configure_tensorflow_threads(threads: int = DEFAULT_TF_THREADS) -> None:
+    """Gives TensorFlow `threads` intra-op and inter-op threads in this process and its children.
+
+    Call it before building a system: TensorFlow fixes its pools at its first
+    operation (a warning says so if that has happened). Child processes
+    (`local_mp` nodes) read the same setting from the environment. 0 keeps
+    TensorFlow's default (one thread per core).
+    """
+    if threads < 0:
+        raise ValueError(f"tf_threads must be 0 or more, got {threads}")
+    if threads == 0:
+        return
+    os.environ["TF_NUM_INTRAOP_THREADS"] = os.environ["TF_NUM_INTEROP_THREADS"] = str(threads)
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:
+        logging.warning("TensorFlow is already running in this process: its thread pools keep "
+                        "their size (only child processes get %d threads)", threads)
 
 
 def launch(program: lp.Program, launch_type: str) -> None:

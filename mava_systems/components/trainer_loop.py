@@ -31,6 +31,7 @@ class TrainerLoop:
         self._counter = counter or counting.Counter()
         self._logger = logger or loggers.NoOpLogger()
         self._stop_event = program_stop_event()
+        self._num_steps_variable = self.state["num_steps"]
         self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
 
     @property
@@ -41,7 +42,7 @@ class TrainerLoop:
     @property
     def num_steps(self) -> int:
         """Trainer steps taken, including those restored from a checkpoint."""
-        return int(self.state["num_steps"].numpy())
+        return int(self._num_steps_variable.numpy())
 
     def train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
         """One gradient step on `sample`; returns the scalars to log."""
@@ -60,7 +61,7 @@ class TrainerLoop:
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         counts = self._counter.increment(steps=1)
         result = {name: float(value.numpy()) for name, value in fetches.items()}
-        result["replay_size"] = int(sample.info.table_size[0].numpy())
+        result["replay_size"] = int(sample.info.table_size.numpy()[0])  # No TF op: cheaper.
         result.update(complete_counts(counts))
         # The trainer's own count: exact, and restored with its weights (the counter's may lag).
         result["trainer_steps"] = self.num_steps

@@ -39,7 +39,7 @@ class MADQNConfig(RunConfig):
     importance_sampling_exponent: float = bounded(0.2, 0.0, 1.0,
                                                   doc="Importance weight exponent.")
     prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
-    dataset_parallel_calls: int = bounded(2, 1, doc="Parallel Reverb sampling streams.")
+    dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
