@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # every PettingZoo env imports pygame
@@ -271,7 +271,7 @@ def start_example(command: Sequence[str], output_path: str) -> subprocess.Popen:
 
 
 class ProcessTree:
-    """A process and its descendants: their summed resident set, and cleaning up every one of them."""
+    """A process and its descendants: their summed memory, and cleaning up every one of them."""
 
     def __init__(self, pid: int):
         import psutil
@@ -280,6 +280,7 @@ class ProcessTree:
         self.root = psutil.Process(pid)
         self._seen: Dict[int, Any] = {pid: self.root}  # pid -> psutil.Process (create time kept)
         self.peak_rss_bytes = 0
+        self.peak_pss_bytes = 0
         self.max_processes = 0
 
     def processes(self) -> List[Any]:
@@ -293,19 +294,26 @@ class ProcessTree:
             self._seen.setdefault(process.pid, process)
         return found
 
-    def sample_rss(self) -> int:
-        """The tree's current summed RSS in bytes; updates the peak."""
-        total, count = 0, 0
+    def sample_memory(self) -> Tuple[int, int]:
+        """The tree's current summed RSS and PSS in bytes; updates the peaks.
+
+        PSS (proportional set size) shares each page among the processes mapping
+        it, so unlike RSS it does not count TensorFlow's shared pages once per
+        process. Reading it (smaps) costs a little more; it is 0 where unavailable.
+        """
+        rss, pss, count = 0, 0, 0
         for process in self.processes():
             try:
-                total += process.memory_info().rss
+                rss += process.memory_info().rss
+                pss += getattr(process.memory_full_info(), "pss", 0)
                 count += 1
             except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
                     self._psutil.AccessDenied):
                 pass
-        self.peak_rss_bytes = max(self.peak_rss_bytes, total)
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+        self.peak_pss_bytes = max(self.peak_pss_bytes, pss)
         self.max_processes = max(self.max_processes, count)
-        return total
+        return rss, pss
 
     def kill_leftovers(self) -> List[int]:
         """SIGKILLs every process of the tree that is still alive; returns their pids."""

@@ -16,6 +16,9 @@ configuration (medians over repeats):
   trainer_sps                     trainer steps/s over the same window
   peak_rss_mb                     peak of the summed RSS of the launcher and all its descendants
                                   (sampled every 0.5 s, launch to stop)
+  peak_pss_mb                     the same for the proportional set size (shared pages divided
+                                  among the processes that map them: comparable across launch
+                                  types, and with original Mava's ~2.6 GB)
   seconds_to_first_trainer_step   from launch to the first trainer step's CSV row
 
 The counts come from the trainer's CSV rows, read each time the file grows
@@ -109,7 +112,7 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
         while True:
             now = time.monotonic()
             if now >= next_rss:
-                tree.sample_rss()
+                tree.sample_memory()
                 next_rss = now + RSS_INTERVAL_S
             if process.poll() is not None:
                 error = f"the program exited by itself (code {process.returncode})"
@@ -147,6 +150,7 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
             "executor_sps": (executor_1 - executor_0) / window,
             "trainer_sps": (trainer_1 - trainer_0) / window,
             "peak_rss_mb": tree.peak_rss_bytes / 2 ** 20,
+            "peak_pss_mb": tree.peak_pss_bytes / 2 ** 20,
             "max_processes": tree.max_processes,
             "window_s": window,
             # Since the trainer's last logged progress: large means it had stopped stepping.
@@ -194,7 +198,8 @@ def main() -> None:
                 f"repeat {repeat + 1}/{args.repeats}  {key}: "
                 + ("FAILED: " + result["error"] if "error" in result else
                    f"executor {result['executor_sps']:,.1f}/s, trainer {result['trainer_sps']:,.1f}/s, "
-                   f"peak RSS {result['peak_rss_mb']:,.0f} MB, first trainer step after "
+                   f"peak RSS {result['peak_rss_mb']:,.0f} MB, PSS {result['peak_pss_mb']:,.0f} MB, "
+                   f"first trainer step after "
                    f"{result['seconds_to_first_trainer_step']:.1f} s")
                 + f"; stopped in {result['stop']['stop_s']} s (exit code "
                   f"{result['stop']['returncode']}, {result['stop']['killed_leftovers']} left "
@@ -205,21 +210,21 @@ def main() -> None:
     for key, results in runs.items():
         good = [result for result in results if "error" not in result]
         entry = {name: common.median([result[name] for result in good])
-                 for name in ("executor_sps", "trainer_sps", "peak_rss_mb",
+                 for name in ("executor_sps", "trainer_sps", "peak_rss_mb", "peak_pss_mb",
                               "seconds_to_first_trainer_step", "trainer_idle_s_at_stop")}
         entry["unclean_stops"] = sum(result["stop"]["returncode"] != 0 for result in results)
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results
         figures[key] = entry
         rows.append((key, common.fmt(entry["executor_sps"]), common.fmt(entry["trainer_sps"]),
-                     common.fmt(entry["peak_rss_mb"], 0),
+                     common.fmt(entry["peak_rss_mb"], 0), common.fmt(entry["peak_pss_mb"], 0),
                      common.fmt(entry["seconds_to_first_trainer_step"]),
                      common.fmt(entry["trainer_idle_s_at_stop"]),
                      f"{len(good)}/{len(results)}", entry["unclean_stops"]))
     common.print_table(
         f"Whole program: MADQN on {common.ENV_NAME}, {args.seconds:g} s from the first trainer "
         f"step (median of {args.repeats})",
-        ["configuration", "executor steps/s", "trainer steps/s", "peak RSS MB",
+        ["configuration", "executor steps/s", "trainer steps/s", "peak RSS MB", "peak PSS MB",
          "s to 1st trainer step", "trainer idle at stop s", "ok runs", "unclean stops"], rows)
     if any(entry["unclean_stops"] for entry in figures.values()):
         print("unclean stops: runs whose launcher did not exit with code 0 after SIGINT (e.g. "

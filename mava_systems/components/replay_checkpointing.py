@@ -21,6 +21,7 @@ from launchpad import address as lp_address
 import reverb
 
 from mava_systems.components.checkpointing import SAVES_LOG
+from mava_systems.components.replay import POLL_INTERVAL_MS
 
 REPLAY_NODE = "replay"
 # Beside, not inside, Reverb's directory: Reverb treats every entry there as a checkpoint.
@@ -155,6 +156,10 @@ def save_replay(server: reverb.Server, run_dir: str) -> None:
     logging.info("Replay saved %s to %s", sizes, path)
 
 
+# How long the server keeps serving after the program stops (see `ReplayNode.run`).
+CLIENT_GRACE_S = 3 * POLL_INTERVAL_MS / 1000
+
+
 class ReplayNode(lp.ReverbNode):
     """A Reverb node whose tables are restored from, and saved to, <run_dir>/checkpoints/replay.
 
@@ -169,4 +174,9 @@ class ReplayNode(lp.ReverbNode):
         port = lp_address.get_port_from_address(self._address.resolve())
         self._server, _ = start_restored_server(self._priority_tables_fn, self._run_dir, port)
         lp.wait_for_stop()
+        stopped_at = time.monotonic()
         save_replay(self._server, self._run_dir)
+        # A client waiting for a sample when the server goes away waits for it to come back,
+        # forever; serving a little longer lets every client's replay call return (they wait
+        # in slices of POLL_INTERVAL_MS) and see the stop.
+        time.sleep(max(0.0, CLIENT_GRACE_S - (time.monotonic() - stopped_at)))
