@@ -18,8 +18,8 @@ import reverb
 
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
-from mava_systems.components.logging import make_logger
 from mava_systems.components.counting import CheckpointedCounter
+from mava_systems.components.logging import make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
                                                    drop_partial_log_rows, move_aside,
