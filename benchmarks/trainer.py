@@ -1,17 +1,20 @@
 """Trainer benchmark: MADQN trainer steps per second at batch 256 against the bare compiled step.
 
-    .venv/bin/python -m benchmarks.trainer [--repeats 3 --seconds 10]
+    .venv/bin/python -m benchmarks.trainer [--repeats 9 --seconds 3]
 
 A Reverb server in this process is filled by a random executor on
 mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
 
-  bare_step        the trainer's compiled `_step` (double Q-learning, Adam, target update)
-                   on one batch already in memory: the limit
+  bare_step        the trainer's compiled `_step` (unpacking, double Q-learning, Adam, target
+                   update) on one batch already in memory: the limit
   trainer          `trainer.step()`: a batch from Reverb through the dataset pipeline
-                   (builder.make_dataset_iterator), the compiled step, counting
+                   (builder.make_dataset_iterator), drawn inside the compiled step, counting
   trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard;
                    a row at most once a second)
-  dataset          (diagnostic) batches/s the dataset pipeline alone delivers
+  dataset          (diagnostic) batches/s the dataset pipeline alone delivers (to Python)
+
+Variants take turns in short runs (9 x 3 s by default): this machine's speed
+drifts by 20% over seconds, and short turns spread that over every variant.
 """
 
 import gc
@@ -40,8 +43,8 @@ def counted(function: Callable[[], Any]) -> Callable[[], int]:
 
 def main() -> None:
     parser = common.make_parser(
-        "trainer", __doc__.split("\n\n")[0], seconds=10.0,
-        seconds_help="seconds timed per variant and repeat", warmup=2.0, in_process=True)
+        "trainer", __doc__.split("\n\n")[0], seconds=3.0, repeats=9, warmup=1.0,
+        seconds_help="seconds timed per variant and repeat", in_process=True)
     parser.add_argument("--batch_size", type=int, default=256)
     parser.add_argument("--dataset_parallel_calls", type=int, default=None,
                         help="Reverb sampling streams (default: MADQNConfig's)")

@@ -23,19 +23,14 @@ TARGET_UPDATE_PERIOD = 3
 NETWORK = "agent"  # line_world's agents agent_0, agent_1 share one network by type.
 
 
-class RecordingIterator:
-    """Wraps the dataset iterator, remembering the last sample drawn."""
+class RecordingTrainer(madqn.MADQNTrainer):
+    """MADQN's trainer, remembering the last sample it was given after a step (its info)."""
 
-    def __init__(self, iterator):
-        self._iterator = iterator
-        self.last_sample = None
+    last_sample = None
 
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        self.last_sample = next(self._iterator)
-        return self.last_sample
+    def after_train_step(self, sample, fetches):
+        self.last_sample = sample
+        super().after_train_step(sample, fetches)
 
 
 class RecordingClient:
@@ -77,7 +72,8 @@ def ctx(tmp_path_factory):
     assert client.server_info()[REPLAY_TABLE].current_size >= config.min_replay_size
 
     networks = builder.make_networks()
-    dataset = RecordingIterator(builder.make_dataset_iterator(client))
+    builder.trainer_class = RecordingTrainer
+    dataset = builder.make_dataset_iterator(client)
     recording_client = RecordingClient(client)
     trainer = builder.make_trainer(networks, dataset, replay_client=recording_client,
                                    counter=counting.Counter(prefix="trainer"), checkpoint=True)
@@ -206,7 +202,7 @@ def test_prioritized_replay_priorities_change_after_a_step(ctx):
     trainer, recording_client = ctx["trainer"], ctx["recording_client"]
     trainer.step()
     last_update = recording_client.updates[-1]
-    sampled_keys = {int(key) for key in ctx["dataset"].last_sample.info.key.numpy()}
+    sampled_keys = {int(key) for key in trainer.last_sample.info.key.numpy()}
     assert set(last_update) == sampled_keys  # One update per sampled item.
     values = np.array(list(last_update.values()))
     assert np.all(np.isfinite(values)) and np.all(values >= 0)

@@ -4,7 +4,7 @@ Reverb's sampling cost grows with the number of columns of an item (each is a
 chunk of its own, decoded separately): a batch of 256 MADQN transitions on
 simple_spread has 14 columns and samples about five times slower than the same
 bytes in one column. So transition tables store each item packed, and the
-dataset unpacks whole batches inside the TensorFlow graph. Packing is a byte
+trainer unpacks whole batches inside its compiled step. Packing is a byte
 copy, so every dtype round-trips exactly.
 """
 

@@ -8,7 +8,7 @@ streams when they see it.
 """
 
 import threading
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import reverb
 import tensorflow as tf
@@ -16,6 +16,8 @@ import tensorflow as tf
 from mava_systems.components.lifecycle import ProgramStopping, program_stop_event
 
 POLL_INTERVAL_MS = 1000
+
+T = TypeVar("T")
 
 
 class _StopAwareWriter:
@@ -99,13 +101,18 @@ class ReplayIterator:
         return self
 
     def __next__(self) -> reverb.ReplaySample:
+        return self.apply(next)
+
+    def apply(self, function: Callable[[Iterator[Any]], T]) -> T:
+        """`function(iterator)` on the current `tf.data` iterator (e.g. a compiled step that
+        samples inside its graph), remade and retried when it runs out."""
         while True:
             if self._iterator is None:
                 if self._stop_event.is_set():  # Building a dataset takes a while: not at stop.
                     raise ProgramStopping()
                 self._iterator = iter(self._make_dataset(POLL_INTERVAL_MS))
             try:
-                return next(self._iterator)
+                return function(self._iterator)
             except (StopIteration, tf.errors.OutOfRangeError):
                 self._iterator = None
                 if self._stop_event.is_set():
@@ -114,26 +121,26 @@ class ReplayIterator:
 
 def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
                             prefetch_size: int, num_parallel_calls: int,
-                            rate_limiter_timeout_ms: int = -1,
-                            unpack: Optional[Callable[[tf.Tensor], Any]] = None
-                            ) -> tf.data.Dataset:
-    """Batches sampled from `table` through `num_parallel_calls` streams, prefetched.
+                            rate_limiter_timeout_ms: int = -1) -> tf.data.Dataset:
+    """Batches of items as stored in `table`, sampled through `num_parallel_calls` streams, prefetched.
 
-    With `unpack` (e.g. `ArrayPacker.unpack`), each batch's data is unpacked
-    in the dataset's own threads.
+    The dataset runs no function of its own: consumers unpack items inside
+    their compiled step. A `map` here would run in TensorFlow's inter-op pool,
+    queued behind the train step's operations (one thread by default, see
+    `--tf_threads`), and yield many more tensors to convert in Python.
     """
 
-    def make_stream(_: tf.Tensor) -> tf.data.Dataset:
+    def make_stream(_: Any = None) -> tf.data.Dataset:
         stream = reverb.TrajectoryDataset.from_table_signature(
             server_address=server_address, table=table,
             max_in_flight_samples_per_worker=batch_size,
             rate_limiter_timeout_ms=rate_limiter_timeout_ms)
-        batches = stream.batch(batch_size, drop_remainder=True)
-        if unpack is not None:
-            batches = batches.map(lambda sample: sample._replace(data=unpack(sample.data)))
-        return batches
+        return stream.batch(batch_size, drop_remainder=True)
 
-    dataset = tf.data.Dataset.range(num_parallel_calls).interleave(
-        make_stream, cycle_length=num_parallel_calls, num_parallel_calls=num_parallel_calls,
-        deterministic=False)
+    if num_parallel_calls == 1:
+        dataset = make_stream()
+    else:
+        dataset = tf.data.Dataset.range(num_parallel_calls).interleave(
+            make_stream, cycle_length=num_parallel_calls, num_parallel_calls=num_parallel_calls,
+            deterministic=False)
     return dataset.prefetch(prefetch_size) if prefetch_size else dataset

@@ -1,20 +1,24 @@
 """What every trainer node does around its gradient step: sample, count, log, checkpoint, stop."""
 
 import time
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from acme.utils import counting, loggers
+import reverb
 import tensorflow as tf
 
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
                                                program_stop_event)
+from mava_systems.components.replay import ReplayIterator
 
 
 class TrainerLoop:
     """A trainer's node loop; subclasses supply `train_step(sample)` and `state`.
 
     Samples are `reverb.ReplaySample`s (their `info` gives the logged replay size).
+    With `unpack`, their data are packed replay items (see `ArrayPacker`):
+    `train_step` reads them through `sample_data`, inside its compiled graph.
 
     Subclasses call `__init__` last in their own constructor: it restores
     the checkpoint of `state`, which must then hold every network and optimiser.
@@ -26,8 +30,10 @@ class TrainerLoop:
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        unpack: Optional[Callable[[tf.Tensor], Any]] = None,
     ):
         self._dataset = dataset
+        self._unpack = unpack
         self._counter = counter or counting.Counter()
         self._logger = logger or loggers.NoOpLogger()
         self._stop_event = program_stop_event()
@@ -44,6 +50,10 @@ class TrainerLoop:
         """Trainer steps taken, including those restored from a checkpoint."""
         return int(self._num_steps_variable.numpy())
 
+    def sample_data(self, sample: Any) -> Any:
+        """The nest of arrays `sample` holds, unpacked when stored packed."""
+        return sample.data if self._unpack is None else self._unpack(sample.data)
+
     def train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
         """One gradient step on `sample`; returns the scalars to log."""
         raise NotImplementedError
@@ -54,20 +64,43 @@ class TrainerLoop:
     def step(self) -> Dict[str, Any]:
         """Samples one batch, trains on it, counts and logs the step."""
         start = time.time()
-        sample = next(self._dataset)
-        fetches = self.train_step(sample)
+        sample, fetches = self.sample_and_train()
         self.after_train_step(sample, fetches)
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         counts = self._counter.increment(steps=1)
-        result = {name: float(value.numpy()) for name, value in fetches.items()}
-        result["replay_size"] = int(sample.info.table_size.numpy()[0])  # No TF op: cheaper.
-        result.update(complete_counts(counts))
         # The trainer's own count: exact, and restored with its weights (the counter's may lag).
-        result["trainer_steps"] = self.num_steps
+        trainer_steps = int(fetches.pop("trainer_steps").numpy())
+        result = {name: float(value.numpy()) for name, value in fetches.items()}
+        result["replay_size"] = int(sample.info.table_size.numpy()[0])
+        result.update(complete_counts(counts))
+        result["trainer_steps"] = trainer_steps
         result["step_time_s"] = time.time() - start
         self._logger.write(result)
         return result
+
+    def sample_and_train(self) -> Tuple[reverb.ReplaySample, Dict[str, tf.Tensor]]:
+        """Draws a batch and trains on it: the sample (its `info` at least) and the fetches,
+        with `trainer_steps` added.
+
+        From a `ReplayIterator` the batch is drawn inside the compiled step, so
+        its arrays never pass through Python; other iterators are read in Python.
+        """
+        if isinstance(self._dataset, ReplayIterator):
+            info, fetches = self._dataset.apply(self._sample_and_train_compiled)
+            return reverb.ReplaySample(info=info, data=()), fetches
+        sample = next(self._dataset)
+        fetches = dict(self.train_step(sample))
+        fetches["trainer_steps"] = self._num_steps_variable.read_value()
+        return sample, fetches
+
+    @tf.function
+    def _sample_and_train_compiled(self, iterator: Iterator[Any]
+                                   ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
+        sample = next(iterator)
+        fetches = dict(self.train_step(sample))
+        fetches["trainer_steps"] = self._num_steps_variable.read_value()
+        return sample.info, fetches
 
     def run(self) -> None:
         """Trains until the program stops, checkpointing periodically and at the end."""

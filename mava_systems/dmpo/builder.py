@@ -41,7 +41,8 @@ class DMPOBuilder(MADQNBuilder):
             target_policy_update_period=config.target_policy_update_period,
             target_critic_update_period=config.target_critic_update_period,
             epsilon=config.epsilon, epsilon_mean=config.epsilon_mean,
-            epsilon_stddev=config.epsilon_stddev, counter=counter, logger=logger,
+            epsilon_stddev=config.epsilon_stddev, unpack=self.unpack_replay_items(),
+            counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 
     def make_executor(self, networks: DMPONetworks, adder: Any = None,

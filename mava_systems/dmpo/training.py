@@ -49,6 +49,7 @@ class DMPOTrainer(TrainerLoop):
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        unpack: Optional[Callable[[tf.Tensor], Any]] = None,
     ):
         self._networks = networks
         self._discount = discount
@@ -65,7 +66,7 @@ class DMPOTrainer(TrainerLoop):
         self._critic_optimizers = {key: snt.optimizers.Adam(critic_learning_rate) for key in keys}
         self._dual_optimizers = {key: snt.optimizers.Adam(dual_learning_rate) for key in keys}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack)
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -132,10 +133,11 @@ class DMPOTrainer(TrainerLoop):
                 for source, target in zip(networks.critics[key].variables,
                                           networks.target_critics[key].variables):
                     target.assign(source)
+        transitions = self.sample_data(sample)
         fetches = {}
         for key in networks.policies:
             with tf.GradientTape(persistent=True) as tape:
-                losses = self.network_losses(key, sample.data)
+                losses = self.network_losses(key, transitions)
             critic_variables = networks.critics[key].trainable_variables
             policy_variables = networks.policies[key].trainable_variables
             dual_variables = self._policy_losses[key].trainable_variables

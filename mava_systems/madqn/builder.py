@@ -78,14 +78,14 @@ class MADQNBuilder:
                              signature=self.make_transition_packer().signature())]
 
     def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
-        """Batches sampled from replay (unpacked n-step transitions), prefetched."""
+        """Batches sampled from replay, as stored (the trainer unpacks them), prefetched."""
         return ReplayIterator(functools.partial(
             make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
             self.config.batch_size, self.config.prefetch_size,
-            self.config.dataset_parallel_calls, unpack=self.unpack_replay_items()))
+            self.config.dataset_parallel_calls))
 
     def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
-        """How the dataset turns a batch of replay items into the trainer's nest (None: as stored)."""
+        """How the trainer turns a batch of stored replay items into its nest (None: as stored)."""
         return self.make_transition_packer().unpack
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
@@ -131,6 +131,7 @@ class MADQNBuilder:
             importance_sampling_exponent=(config.importance_sampling_exponent
                                           if config.prioritized_replay else None),
             huber_loss_parameter=config.huber_loss_parameter,
+            unpack=self.unpack_replay_items(),
             replay_client=replay_client,
             replay_table=REPLAY_TABLE,
             counter=counter,

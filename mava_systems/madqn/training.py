@@ -28,6 +28,8 @@ class MADQNTrainer(TrainerLoop):
     Each network is trained on the stacked transitions of all agents that
     share it; targets use double Q-learning over legal next actions, and target
     networks are copied from the online ones every `target_update_period` steps.
+    With `unpack`, samples hold packed items (see `ArrayPacker`), unpacked in
+    the compiled step.
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class MADQNTrainer(TrainerLoop):
         target_update_period: int,
         importance_sampling_exponent: Optional[float] = None,
         huber_loss_parameter: Optional[float] = 1.0,
+        unpack: Optional[Callable[[tf.Tensor], acme_types.Transition]] = None,
         replay_client: Optional[reverb.Client] = None,
         replay_table: str = "priority_table",
         counter: Optional[counting.Counter] = None,
@@ -57,7 +60,7 @@ class MADQNTrainer(TrainerLoop):
         self._replay_table = replay_table
         self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing)  # Restores `state`.
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack)  # Restores `state`.
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -104,7 +107,7 @@ class MADQNTrainer(TrainerLoop):
 
     @tf.function
     def _step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
-        transitions: acme_types.Transition = sample.data
+        transitions: acme_types.Transition = self.sample_data(sample)
         batch_size = tf.shape(sample.info.probability)[0]
         if self._importance_sampling_exponent is not None:
             weights = tf.pow(1.0 / tf.cast(sample.info.probability, tf.float32),
