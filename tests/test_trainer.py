@@ -133,6 +133,20 @@ def test_steps_increase_num_steps(ctx):
     assert trainer.num_steps == before + 3
 
 
+def test_a_trainer_reads_a_plain_iterator_of_samples_in_python(ctx):
+    builder = ctx["system"].builder
+    networks = builder.make_networks()
+    samples = [next(ctx["dataset"]) for _ in range(2)]  # Packed, as replay stores them.
+    trainer = builder.make_trainer(networks, iter(samples), checkpoint=False)
+    before = numpy_variables(networks.q_networks[NETWORK])
+    results = [trainer.step(), trainer.step()]
+    assert [result["trainer_steps"] for result in results] == [1, 2]
+    assert all(result["replay_size"] >= 50 for result in results)
+    assert not all_equal(before, numpy_variables(networks.q_networks[NETWORK]))
+    with pytest.raises(StopIteration):
+        trainer.step()
+
+
 def test_a_step_changes_the_online_network(ctx):
     trainer = ctx["trainer"]
     previous = online(ctx)

@@ -59,7 +59,10 @@ class TrainerLoop:
         raise NotImplementedError
 
     def after_train_step(self, sample: Any, fetches: Dict[str, tf.Tensor]) -> None:
-        """Acts on `train_step`'s results before they are logged (e.g. pops and sends priorities)."""
+        """Acts on `train_step`'s results before they are logged (e.g. pops and sends priorities).
+
+        `sample` holds at least the batch's `info` (its data stays in the compiled step).
+        """
 
     def step(self) -> Dict[str, Any]:
         """Samples one batch, trains on it, counts and logs the step."""
@@ -90,17 +93,18 @@ class TrainerLoop:
             info, fetches = self._dataset.apply(self._sample_and_train_compiled)
             return reverb.ReplaySample(info=info, data=()), fetches
         sample = next(self._dataset)
-        fetches = dict(self.train_step(sample))
-        fetches["trainer_steps"] = self._num_steps_variable.read_value()
-        return sample, fetches
+        return sample, self._train_and_count(sample)
 
     @tf.function
     def _sample_and_train_compiled(self, iterator: Iterator[Any]
                                    ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
         sample = next(iterator)
+        return sample.info, self._train_and_count(sample)
+
+    def _train_and_count(self, sample: Any) -> Dict[str, tf.Tensor]:
         fetches = dict(self.train_step(sample))
         fetches["trainer_steps"] = self._num_steps_variable.read_value()
-        return sample.info, fetches
+        return fetches
 
     def run(self) -> None:
         """Trains until the program stops, checkpointing periodically and at the end."""
