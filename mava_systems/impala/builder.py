@@ -70,7 +70,8 @@ class IMPALABuilder(MADQNBuilder):
             networks=networks, dataset=dataset, discount=config.discount,
             learning_rate=config.learning_rate, max_gradient_norm=config.max_gradient_norm,
             entropy_cost=config.entropy_cost, baseline_cost=config.baseline_cost,
-            max_abs_reward=config.max_abs_reward, counter=counter, logger=logger,
+            max_abs_reward=config.max_abs_reward, unpack=self.unpack_replay_items(),
+            counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 
     def make_executor(self, networks: IMPALANetworks, adder: Any = None,

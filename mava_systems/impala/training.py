@@ -42,6 +42,7 @@ class IMPALATrainer(TrainerLoop):
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        unpack: Optional[Callable[[tf.Tensor], Any]] = None,
     ):
         self._networks = networks
         self._discount = tf.constant(discount, tf.float32)
@@ -51,7 +52,7 @@ class IMPALATrainer(TrainerLoop):
         self._max_abs_reward = float("inf") if max_abs_reward is None else max_abs_reward
         self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack)
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -106,10 +107,11 @@ class IMPALATrainer(TrainerLoop):
     @tf.function
     def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
         """One gradient step per network on a batch of sequences; returns the scalars to log."""
+        sequences = self.sample_data(sample)
         fetches = {}
         for key, network in self._networks.networks.items():
             with tf.GradientTape() as tape:
-                losses = self.network_loss(key, sample.data)
+                losses = self.network_loss(key, sequences)
             variables = network.trainable_variables
             gradients = tape.gradient(losses["loss"], variables)
             gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)

@@ -68,7 +68,8 @@ class R2D2Builder(MADQNBuilder):
             max_gradient_norm=config.max_gradient_norm,
             target_update_period=config.target_update_period,
             importance_sampling_exponent=config.importance_sampling_exponent,
-            max_priority_weight=config.max_priority_weight, replay_client=replay_client,
+            max_priority_weight=config.max_priority_weight, unpack=self.unpack_replay_items(),
+            replay_client=replay_client,
             replay_table=REPLAY_TABLE, counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
 

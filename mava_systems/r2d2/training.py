@@ -49,6 +49,7 @@ class R2D2Trainer(MADQNTrainer):
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        unpack: Optional[Callable[[tf.Tensor], Any]] = None,
     ):
         self._n_step = n_step
         self._burn_in_length = burn_in_length
@@ -56,7 +57,7 @@ class R2D2Trainer(MADQNTrainer):
         super().__init__(
             networks, dataset, discount, learning_rate, max_gradient_norm, target_update_period,
             importance_sampling_exponent=importance_sampling_exponent, huber_loss_parameter=None,
-            replay_client=replay_client, replay_table=replay_table, counter=counter,
+            unpack=unpack, replay_client=replay_client, replay_table=replay_table, counter=counter,
             logger=logger, make_checkpointing=make_checkpointing)
 
     def network_loss(self, key: str, steps: reverb_base.Step):
