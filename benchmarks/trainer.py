@@ -5,8 +5,8 @@
 A Reverb server in this process is filled by a random executor on
 mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
 
-  bare_step        the trainer's compiled `_step` (unpacking, double Q-learning, Adam, target
-                   update) on one batch already in memory: the limit
+  bare_step        the trainer's compiled `_step` (double Q-learning, Adam, target update) on
+                   one batch already in memory, unpacked: the limit
   trainer          `trainer.step()`: a batch from Reverb through the dataset pipeline
                    (builder.make_dataset_iterator), drawn inside the compiled step, counting
   trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard;
@@ -95,7 +95,11 @@ def main() -> None:
         start = time.perf_counter()
         trainer.step()  # Traces the compiled step.
         common.progress(f"first trainer step (tracing) took {time.perf_counter() - start:.1f} s")
-        sample = next(dataset)  # The in-memory batch, of the same shapes the pipeline gives.
+        # The in-memory batch: one the pipeline gives, unpacked as the trainer unpacks it.
+        sample = next(dataset)
+        unpack = builder.unpack_replay_items()
+        if unpack is not None:
+            sample = sample._replace(data=unpack(sample.data))
         variants: Dict[str, Callable[[], int]] = {
             "bare_step": counted(lambda: trainer._step(sample)),  # pylint: disable=protected-access
             "trainer": counted(trainer.step),

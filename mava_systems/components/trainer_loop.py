@@ -17,8 +17,8 @@ class TrainerLoop:
     """A trainer's node loop; subclasses supply `train_step(sample)` and `state`.
 
     Samples are `reverb.ReplaySample`s (their `info` gives the logged replay size).
-    With `unpack`, their data are packed replay items (see `ArrayPacker`):
-    `train_step` reads them through `sample_data`, inside its compiled graph.
+    With `unpack`, their data are packed replay items (see `ArrayPacker`),
+    unpacked here before `train_step` sees them, inside the compiled step.
 
     Subclasses call `__init__` last in their own constructor: it restores
     the checkpoint of `state`, which must then hold every network and optimiser.
@@ -50,10 +50,6 @@ class TrainerLoop:
     def num_steps(self) -> int:
         """Trainer steps taken, including those restored from a checkpoint."""
         return int(self._num_steps_variable.numpy())
-
-    def sample_data(self, sample: Any) -> Any:
-        """The nest of arrays `sample` holds, unpacked when stored packed."""
-        return sample.data if self._unpack is None else self._unpack(sample.data)
 
     def train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
         """One gradient step on `sample`; returns the scalars to log."""
@@ -112,6 +108,8 @@ class TrainerLoop:
         return sample.info, self._train_and_count(sample)
 
     def _train_and_count(self, sample: Any) -> Dict[str, tf.Tensor]:
+        if self._unpack is not None:
+            sample = sample._replace(data=self._unpack(sample.data))
         fetches = dict(self.train_step(sample))
         fetches["trainer_steps"] = self._num_steps_variable.read_value()
         return fetches

@@ -133,11 +133,10 @@ class DMPOTrainer(TrainerLoop):
                 for source, target in zip(networks.critics[key].variables,
                                           networks.target_critics[key].variables):
                     target.assign(source)
-        transitions = self.sample_data(sample)
         fetches = {}
         for key in networks.policies:
             with tf.GradientTape(persistent=True) as tape:
-                losses = self.network_losses(key, transitions)
+                losses = self.network_losses(key, sample.data)
             critic_variables = networks.critics[key].trainable_variables
             policy_variables = networks.policies[key].trainable_variables
             dual_variables = self._policy_losses[key].trainable_variables

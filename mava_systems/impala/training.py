@@ -107,11 +107,10 @@ class IMPALATrainer(TrainerLoop):
     @tf.function
     def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
         """One gradient step per network on a batch of sequences; returns the scalars to log."""
-        sequences = self.sample_data(sample)
         fetches = {}
         for key, network in self._networks.networks.items():
             with tf.GradientTape() as tape:
-                losses = self.network_loss(key, sequences)
+                losses = self.network_loss(key, sample.data)
             variables = network.trainable_variables
             gradients = tape.gradient(losses["loss"], variables)
             gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)

@@ -28,8 +28,8 @@ class MADQNTrainer(TrainerLoop):
     Each network is trained on the stacked transitions of all agents that
     share it; targets use double Q-learning over legal next actions, and target
     networks are copied from the online ones every `target_update_period` steps.
-    With `unpack`, samples hold packed items (see `ArrayPacker`), unpacked in
-    the compiled step.
+    With `unpack`, samples hold packed items (see `ArrayPacker`), unpacked
+    before they reach the step.
     """
 
     def __init__(
@@ -107,7 +107,7 @@ class MADQNTrainer(TrainerLoop):
 
     @tf.function
     def _step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
-        transitions: acme_types.Transition = self.sample_data(sample)
+        transitions: acme_types.Transition = sample.data
         batch_size = tf.shape(sample.info.probability)[0]
         if self._importance_sampling_exponent is not None:
             weights = tf.pow(1.0 / tf.cast(sample.info.probability, tf.float32),
