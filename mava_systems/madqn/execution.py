@@ -169,6 +169,8 @@ class MADQNExecutor:
         return stacked
 
     def _stack_timestep(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
-        return timestep._replace(observation=self._stack_observation(timestep.observation),
-                                 reward=self._stacker.stack(timestep.reward),
-                                 discount=self._stacker.stack(timestep.discount))
+        # A FIRST timestep has no reward or discount (None, as dm_env.restart makes it).
+        return timestep._replace(
+            observation=self._stack_observation(timestep.observation),
+            reward=None if timestep.reward is None else self._stacker.stack(timestep.reward),
+            discount=None if timestep.discount is None else self._stacker.stack(timestep.discount))
