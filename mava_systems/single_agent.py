@@ -124,7 +124,8 @@ class SingleAgentSystem(DistributedSystem):
             seed=self.config.seed + EVALUATOR_SEED_OFFSET, greedy=True)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        counter = counting.Counter(counter, prefix="evaluator")
+        # Synced at every episode: a round logs the counts as they stand when it ends.
+        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
@@ -140,8 +141,10 @@ class SingleAgentSystem(DistributedSystem):
             seed=self.config.seed + 1 + executor_id, **self.executor_options(executor_id))
         environment = self._environment_factory(evaluation=False,
                                                 seed=self.config.seed + 1 + executor_id)
-        return EnvironmentLoop(environment, executor, counting.Counter(counter, prefix="executor"),
-                               self.node_logger(f"executor_{executor_id}", "executor_steps"))
+        return self.executor_loop(
+            environment, executor,
+            counting.Counter(counter, prefix="executor", time_delta=self.executor_count_interval_s),
+            f"executor_{executor_id}")
 
     def executor_options(self, executor_id: int) -> Dict[str, Any]:
         """Extra keyword arguments of `builder.make_executor` for actor `executor_id`."""

@@ -4,6 +4,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional, Protocol
 
+from absl import logging
 from acme.utils import counting, loggers
 import dm_env
 import numpy as np
@@ -23,7 +24,16 @@ class Executor(Protocol):
 
 
 class EnvironmentLoop:
-    """Plays episodes: the executor acts, observes and updates its variables every step."""
+    """Plays episodes: the executor acts, observes and updates its variables every step.
+
+    With a `step_limit`, the loop starts an episode only while the counter's
+    `steps_key` count is below the limit. Its counter should sync with the
+    central one at every increment (`time_delta=0`): then the count read at
+    the end of each episode includes every episode any loop finished, so each
+    loop starts at most one episode below the limit that ends above it, and a
+    program stops within one episode per executor of its limit. Once the limit
+    is reached the loop waits for the program to stop.
+    """
 
     def __init__(
         self,
@@ -33,6 +43,8 @@ class EnvironmentLoop:
         logger: Optional[loggers.Logger] = None,
         extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
         stop_event: Optional[threading.Event] = None,
+        step_limit: Optional[int] = None,
+        steps_key: str = "executor_steps",
     ):
         self._environment = environment
         self._executor = executor
@@ -40,6 +52,8 @@ class EnvironmentLoop:
         self._logger = logger or loggers.NoOpLogger()
         self._extra_log_fn = extra_log_fn
         self._stop_event = stop_event or program_stop_event()
+        self._step_limit = step_limit
+        self._steps_key = steps_key
 
     def run_episode(self) -> Dict[str, Any]:
         """Plays one episode and returns its statistics (also logged).
@@ -84,11 +98,22 @@ class EnvironmentLoop:
         return result
 
     def run(self, num_episodes: Optional[int] = None) -> None:
-        """Plays episodes until `num_episodes` were played or the program stops."""
+        """Plays episodes until `num_episodes` were played, the step limit is reached or the
+        program stops; at the step limit it waits for the program to stop."""
         played = 0
         try:
+            counts = self._counter.get_counts() if self._step_limit is not None else {}
             while num_episodes is None or played < num_episodes:
-                self.run_episode()
+                if self._limit_reached(counts):
+                    logging.info("%s=%d reached the limit %d: no new episode; waiting for the "
+                                 "program to stop", self._steps_key, counts[self._steps_key],
+                                 self._step_limit)
+                    self._stop_event.wait()
+                    return
+                counts = self.run_episode()
                 played += 1
         except ProgramStopping:
             pass
+
+    def _limit_reached(self, counts: Dict[str, Any]) -> bool:
+        return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit

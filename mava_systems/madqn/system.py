@@ -128,7 +128,8 @@ class MADQN(DistributedSystem):
             seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        counter = counting.Counter(counter, prefix="evaluator")
+        # Synced at every episode: a round logs the counts as they stand when it ends.
+        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
@@ -143,7 +144,8 @@ class MADQN(DistributedSystem):
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         variable_client.update_and_wait()
-        executor_counter = ExecutorCounter(counter, executor_id)
+        executor_counter = ExecutorCounter(counter, executor_id,
+                                           time_delta=self.executor_count_interval_s)
         start_step = executor_counter.own_steps()
         seed = (self.config.seed + 1 + executor_id + RESUME_SEED_STRIDE * start_step) % 2**31
         schedule = self.exploration_schedules[executor_id]
@@ -154,8 +156,6 @@ class MADQN(DistributedSystem):
         environment = self._environment_factory(evaluation=False, seed=seed)
         label = f"executor_{executor_id}"
         logging.info("%s explores with %r from its step %d", label, schedule, start_step)
-        return EnvironmentLoop(
-            environment, executor, executor_counter,
-            self.node_logger(label, "executor_steps"),
-            extra_log_fn=lambda: {"epsilon": executor.epsilon})
+        return self.executor_loop(environment, executor, executor_counter, label,
+                                  extra_log_fn=lambda: {"epsilon": executor.epsilon})
 
