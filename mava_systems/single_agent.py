@@ -7,6 +7,7 @@ from dm_env import specs
 
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
+from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem, check_count
 
@@ -135,7 +136,7 @@ class SingleAgentSystem(DistributedSystem):
         """Actor `executor_id`: explores with its policy and writes to replay."""
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
-        variable_client.update_and_wait()
+        call_unless_stopped(variable_client.update_and_wait, "first variables")
         executor = self.builder.make_executor(
             networks, adder=self.builder.make_adder(replay), variable_client=variable_client,
             seed=self.config.seed + 1 + executor_id, **self.executor_options(executor_id))

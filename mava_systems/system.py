@@ -81,6 +81,11 @@ class DistributedSystem:
     identity_keys = ["system", "environment", "agents", "network_variables", "replay_items"]
 
     @property
+    def step_limit_name(self) -> str:
+        """The name of the step limit's flag and argument: max_executor_steps (max_actor_steps)."""
+        return f"max_{self.executors_group}_steps"
+
+    @property
     def environment_factory(self) -> Any:
         """The factory every node makes its environment with (set by subclasses)."""
         return self._environment_factory

@@ -5,6 +5,8 @@ from typing import Any, Callable, Optional
 from absl import logging
 import launchpad as lp
 
+from mava_systems.components.lifecycle import run_watched
+
 
 class StepLimiter:
     """Polls the counter and stops the program when `steps_key` reaches `max_steps`.
@@ -36,6 +38,9 @@ class StepLimiter:
 
     def run(self) -> None:
         """Returns after stopping the program, or when the program stops anyway."""
+        run_watched(self._run, "coordinator loop")
+
+    def _run(self) -> None:
         while not lp.wait_for_stop(self._poll_interval_s):
             steps = self._counter.get_counts().get(self._steps_key, 0)
             if steps >= self._max_steps:

@@ -10,7 +10,7 @@ import dm_env
 import numpy as np
 
 from mava_systems.components.counting import complete_counts
-from mava_systems.components.lifecycle import ProgramStopping, program_stop_event
+from mava_systems.components.lifecycle import ProgramStopping, program_stop_event, run_watched
 from wrappers import MultiAgentEnvironment
 
 
@@ -99,7 +99,12 @@ class EnvironmentLoop:
 
     def run(self, num_episodes: Optional[int] = None) -> None:
         """Plays episodes until `num_episodes` were played, the step limit is reached or the
-        program stops; at the step limit it waits for the program to stop."""
+        program stops; at the step limit it waits for the program to stop.
+
+        A loop still blocked on a node that has gone long after the stop is given up."""
+        run_watched(lambda: self._run(num_episodes), "environment loop")
+
+    def _run(self, num_episodes: Optional[int]) -> None:
         played = 0
         try:
             counts = self._counter.get_counts() if self._step_limit is not None else {}

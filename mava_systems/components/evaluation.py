@@ -9,7 +9,7 @@ import numpy as np
 
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.lifecycle import ProgramStopping
+from mava_systems.components.lifecycle import ProgramStopping, run_watched
 
 
 class Evaluator:
@@ -72,6 +72,9 @@ class Evaluator:
 
     def run(self) -> None:
         """Evaluates every `interval_s` until the program stops (or its final round was played)."""
+        run_watched(self._run, "evaluator loop")
+
+    def _run(self) -> None:
         try:
             while not self._final_done:
                 self.evaluate()

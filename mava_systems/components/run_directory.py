@@ -36,6 +36,11 @@ class RunStatus:
     replay_age_s: Optional[float] = None
     replay_checkpoint: Optional[str] = None
 
+    def reached_limit(self, max_executor_steps: Optional[int]) -> bool:
+        """Whether the saved executor steps already reach `max_executor_steps` (None: no limit)."""
+        return (max_executor_steps is not None
+                and self.counts.get("executor_steps", 0) >= max_executor_steps)
+
     def summary(self, run_dir: str) -> str:
         """What this launch does: start fresh, or resume from which trainer step, counts and replay."""
         if not self.resumed:

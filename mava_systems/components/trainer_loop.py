@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
-                                               program_stop_event)
+                                               program_stop_event, run_watched)
 from mava_systems.components.replay import ReplayIterator
 
 
@@ -115,7 +115,20 @@ class TrainerLoop:
         return fetches
 
     def run(self) -> None:
-        """Trains until the program stops, checkpointing periodically and at the end."""
+        """Trains until the program stops, checkpointing periodically and at the end.
+
+        A step still blocked long after the stop waits for a sample from a replay
+        server that has gone (a stop during start-up): it is given up, and the
+        checkpoint saved all the same (a blocked step has not changed any variable).
+        """
+        try:
+            run_watched(self._train_until_stopped, "trainer loop")
+        finally:
+            if self._checkpointing is not None:
+                self._checkpointing.save(force=True)
+        keep_serving_after_stop()
+
+    def _train_until_stopped(self) -> None:
         try:
             while not self._stop_event.is_set():
                 self.step()
@@ -123,7 +136,3 @@ class TrainerLoop:
                     self._checkpointing.save()
         except ProgramStopping:
             pass
-        finally:
-            if self._checkpointing is not None:
-                self._checkpointing.save(force=True)
-        keep_serving_after_stop()

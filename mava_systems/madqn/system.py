@@ -9,6 +9,7 @@ from acme.utils import counting
 from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
+from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.components.exploration import ConstantEpsilon, default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
@@ -143,10 +144,11 @@ class MADQN(DistributedSystem):
         """
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
-        variable_client.update_and_wait()
+        # Start-up calls to other nodes: given up if the program stops first.
+        call_unless_stopped(variable_client.update_and_wait, "first variables")
         executor_counter = ExecutorCounter(counter, executor_id,
                                            time_delta=self.executor_count_interval_s)
-        start_step = executor_counter.own_steps()
+        start_step = call_unless_stopped(executor_counter.own_steps, "own steps", default=0)
         seed = (self.config.seed + 1 + executor_id + RESUME_SEED_STRIDE * start_step) % 2**31
         schedule = self.exploration_schedules[executor_id]
         executor = self.builder.make_executor(
