@@ -143,8 +143,8 @@ def truncate(path):
 
 def example_command(run_dir, *flags, launch_type="local_mt"):
     """The command line `run_example` runs."""
-    return [sys.executable, os.path.join(ROOT, "examples", "mpe", "run_madqn.py"),
-            f"--lp_launch_type={launch_type}", f"--run_dir={run_dir}", *SMALL_CONFIG, *flags]
+    return program_helpers.example_command(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                           *SMALL_CONFIG, *flags, launch_type=launch_type)
 
 
 def read_saves(run_dir):

@@ -12,8 +12,10 @@ loops and their start-up calls run watched (`run_watched`, `call_unless_stopped`
 once the program stops, they are given up after a grace instead of waited for.
 """
 
+import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable, Optional, TypeVar
 
 from absl import logging
@@ -90,8 +92,10 @@ def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AF
     """
     thread, outcome = _in_daemon_thread(loop, name)
     if not _wait_watched(thread, grace_s):
+        frame = sys._current_frames().get(thread.ident)  # pylint: disable=protected-access
         logging.warning("%s did not return %.0f s after the program stopped (blocked on a node "
-                        "that has gone); ending without it", name, grace_s)
+                        "that has gone); ending without it. It waits in:\n%s", name, grace_s,
+                        "".join(traceback.format_stack(frame)[-4:]) if frame else "?")
         return False
     if "error" in outcome:
         raise outcome["error"]

@@ -100,6 +100,10 @@ class TrainerLoop:
         if self._compiled_step is None:
             self._compiled_step = tf.function(self._sample_and_train_graph).get_concrete_function(
                 iterator)
+            # Tracing takes seconds: a stop that came meanwhile may have ended replay already,
+            # and a sample from a server that has gone never returns.
+            if self._stop_event.is_set():
+                raise ProgramStopping()
         return self._compiled_step(iterator)
 
     def _sample_and_train_graph(self, iterator: Iterator[Any]
