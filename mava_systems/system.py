@@ -23,8 +23,9 @@ from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.logging import make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   drop_partial_log_rows, move_aside,
-                                                   read_status, save_run_config)
+                                                   check_writable, drop_partial_log_rows, hold,
+                                                   move_aside, read_status, release,
+                                                   save_run_config)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -133,12 +134,18 @@ class DistributedSystem:
         changed since the last launch.
 
         Raises:
-          ValueError: if the directory holds a run this configuration cannot continue.
+          ValueError: if the directory is a file, cannot be written, is in use by
+            another running program, or holds a run this configuration cannot continue.
         """
+        check_writable(self.run_dir)
+        hold(self.run_dir)  # Before anything changes: refused if another program writes here.
         if start_fresh:
+            release(self.run_dir)
             moved_to = move_aside(self.run_dir)
             if moved_to:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
+            check_writable(self.run_dir)
+            hold(self.run_dir)
         changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
         save_run_config(self.run_dir, self.run_config())
         status = read_status(self.run_dir)

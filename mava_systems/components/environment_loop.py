@@ -23,6 +23,20 @@ class Executor(Protocol):
     def update(self, wait: bool = False) -> None: ...
 
 
+# Episodes in a row whose environment may fail (be dropped and restarted) before a loop gives up.
+MAX_FAILED_EPISODES = 3
+
+
+class EnvironmentFailure(RuntimeError):
+    """The environment's `reset` or `step` raised."""
+
+
+def environment_name(environment: Any) -> str:
+    """The wrapped PettingZoo/Gymnasium environment's name, else the environment's class name."""
+    metadata = getattr(getattr(environment, "environment", None), "metadata", None) or {}
+    return str(metadata.get("name") or type(environment).__name__)
+
+
 class EnvironmentLoop:
     """Plays episodes: the executor acts, observes and updates its variables every step.
 
@@ -33,6 +47,12 @@ class EnvironmentLoop:
     loop starts at most one episode below the limit that ends above it, and a
     program stops within one episode per executor of its limit. Once the limit
     is reached the loop waits for the program to stop.
+
+    When the environment's `reset` or `step` raises, `run` logs it with the
+    environment's name, drops the episode (it is not counted; the executor's
+    `abandon_episode`, if it has one, forgets its unwritten steps) and starts a
+    new one; after `MAX_FAILED_EPISODES` failed episodes in a row it raises
+    `EnvironmentFailure`, which stops the program with that error.
     """
 
     def __init__(
@@ -62,7 +82,7 @@ class EnvironmentLoop:
           ProgramStopping: when the program stops during the episode.
         """
         start = time.time()
-        timestep = self._environment.reset()
+        timestep = self._call_environment("reset")
         self._executor.observe_first(timestep)
         agents = list(timestep.observation)
         returns = np.zeros(len(agents), dtype=np.float64)
@@ -75,7 +95,7 @@ class EnvironmentLoop:
                 raise ProgramStopping()
             lengths += [np.any(timestep.observation[agent].legal_actions) for agent in agents]
             actions = self._executor.select_actions(timestep.observation)
-            timestep = self._environment.step(actions)
+            timestep = self._call_environment("step", actions)
             self._executor.observe(actions, timestep)
             self._executor.update()
             returns += [timestep.reward[agent] for agent in agents]
@@ -105,7 +125,7 @@ class EnvironmentLoop:
         run_watched(lambda: self._run(num_episodes), "environment loop")
 
     def _run(self, num_episodes: Optional[int]) -> None:
-        played = 0
+        played, failed = 0, 0
         try:
             counts = self._counter.get_counts() if self._step_limit is not None else {}
             while num_episodes is None or played < num_episodes:
@@ -115,10 +135,34 @@ class EnvironmentLoop:
                                  self._step_limit)
                     self._stop_event.wait()
                     return
-                counts = self.run_episode()
+                try:
+                    counts = self.run_episode()
+                except EnvironmentFailure as failure:
+                    failed += 1
+                    self._abandon_episode()
+                    if failed >= MAX_FAILED_EPISODES:
+                        raise EnvironmentFailure(
+                            f"{failure}; {failed} episodes in a row failed, stopping") from failure
+                    logging.error("%s; the episode is dropped and a new one starts", failure,
+                                  exc_info=failure.__cause__)
+                    continue
+                failed = 0
                 played += 1
         except ProgramStopping:
             pass
+
+    def _call_environment(self, method: str, *args: Any) -> dm_env.TimeStep:
+        try:
+            return getattr(self._environment, method)(*args)
+        except Exception as error:  # pylint: disable=broad-except
+            raise EnvironmentFailure(
+                f"environment {environment_name(self._environment)}: {method}() raised "
+                f"{type(error).__name__}: {error}") from error
+
+    def _abandon_episode(self) -> None:
+        abandon = getattr(self._executor, "abandon_episode", None)
+        if abandon is not None:
+            abandon()
 
     def _limit_reached(self, counts: Dict[str, Any]) -> bool:
         return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit

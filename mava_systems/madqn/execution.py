@@ -127,6 +127,11 @@ class MADQNExecutor:
         if self._adder is not None:
             self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep))
 
+    def abandon_episode(self) -> None:
+        """Forgets the current episode's steps not yet written to replay (its environment failed)."""
+        if self._adder is not None:
+            self._adder.reset()
+
     def update(self, wait: bool = False) -> None:
         """Fetches the source's latest online variables: now with `wait`, else every few steps.
 
