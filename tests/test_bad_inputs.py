@@ -166,3 +166,20 @@ def test_an_unknown_system_in_run_json_is_an_error(tmp_path):
                   run_file)
     with pytest.raises(ValueError, match=r"unknown system 'no_such_system'; known: \["):
         load_system(str(tmp_path / "run"))
+
+
+def test_the_bad_input_table_has_20_rows_each_naming_tests_that_exist():
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "bad_inputs.md")) as page:
+        rows = [line for line in page if line.startswith("| ") and not line.startswith("| ---")][1:]
+    assert len(rows) >= 20
+    for row in rows:
+        named = re.findall(r"`(tests/\w+\.py)?::(\w+)", row.rsplit(" | ", 1)[-1])
+        assert named, row
+        module = None
+        for path, test in named:
+            module = path or module
+            with open(os.path.join(root, module)) as source:
+                assert f"def {test}(" in source.read(), (module, test)
