@@ -12,6 +12,7 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
+from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.progress import reporting_progress
 import wrappers
@@ -238,6 +239,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)
+    exit_if_loops_were_abandoned()  # local_mt: a node loop given up at the stop.
 
 
 def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None,

@@ -66,40 +66,21 @@ class WrappedEnvironmentConformance(test_utils.EnvironmentTestMixin):
             self.assertIs(step_types[last + 1], dm_env.StepType.FIRST)
 
 
-class MPEConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    env_name = "mpe/simple_spread_v3"
-    env_kwargs = {"max_cycles": 5}
-
-
-class MPEContinuousConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    env_name = "mpe/simple_spread_v3"
-    env_kwargs = {"max_cycles": 5, "continuous_actions": True}
-
-
-class SISLConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    env_name = "sisl/pursuit_v5"
-    env_kwargs = {"max_cycles": 5}
-
-
-class ButterflyConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    env_name = "butterfly/cooperative_pong_v6"
-    env_kwargs = {"max_cycles": 5}
-
-
-class ClassicConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    """A turn-based (AEC) game: random legal moves end a tic-tac-toe game within 9 turns."""
-
-    env_name = "classic/tictactoe_v3"
-
-
-class GymnasiumConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    env_name = "gymnasium/CartPole-v1"
-    env_kwargs = {"max_episode_steps": 8}
-
-
-class DebugConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):
-    env_name = "debug/line_world_v0"
-    env_kwargs = {"max_cycles": 4}
+# One test case per environment family (class name prefix: env name, constructor kwargs).
+# Turn-based tic-tac-toe ends within 9 turns of random legal moves.
+FAMILY_CASES = {
+    "MPE": ("mpe/simple_spread_v3", {"max_cycles": 5}),
+    "MPEContinuous": ("mpe/simple_spread_v3", {"max_cycles": 5, "continuous_actions": True}),
+    "SISL": ("sisl/pursuit_v5", {"max_cycles": 5}),
+    "Butterfly": ("butterfly/cooperative_pong_v6", {"max_cycles": 5}),
+    "Classic": ("classic/tictactoe_v3", {}),
+    "Gymnasium": ("gymnasium/CartPole-v1", {"max_episode_steps": 8}),
+    "Debug": ("debug/line_world_v0", {"max_cycles": 4}),
+}
+for _label, (_name, _kwargs) in FAMILY_CASES.items():
+    globals()[f"{_label}ConformanceTest"] = type(
+        f"{_label}ConformanceTest", (WrappedEnvironmentConformance, absltest.TestCase),
+        {"env_name": _name, "env_kwargs": _kwargs})
 
 
 class AgentIDsConformanceTest(WrappedEnvironmentConformance, absltest.TestCase):

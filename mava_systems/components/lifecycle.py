@@ -12,6 +12,7 @@ loops and their start-up calls run watched (`run_watched`, `call_unless_stopped`
 once the program stops, they are given up after a grace instead of waited for.
 """
 
+import os
 import sys
 import threading
 import time
@@ -24,6 +25,8 @@ from launchpad import context as lp_context
 from launchpad.launch import worker_manager
 
 STOP_GRACE_S = 3.0
+# Names of the loops `run_watched` gave up in this process.
+_ABANDONED: list = []
 # Seconds a node's loop gets, once the program stops, to return by itself (see `run_watched`).
 # A blocked replay call returns within 1 s while its server is up (3 s after the stop), and
 # a node process kills itself 10 s after its stop signal (Launchpad's default notice): this
@@ -96,6 +99,7 @@ def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AF
         logging.warning("%s did not return %.0f s after the program stopped (blocked on a node "
                         "that has gone); ending without it. It waits in:\n%s", name, grace_s,
                         "".join(traceback.format_stack(frame)[-4:]) if frame else "?")
+        _ABANDONED.append(name)
         return False
     if "error" in outcome:
         raise outcome["error"]
@@ -112,3 +116,18 @@ def call_unless_stopped(function: Callable[[], T], name: str,
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("result", default)
+
+
+def exit_if_loops_were_abandoned() -> None:
+    """Ends the process now (status 0) if `run_watched` gave up a loop in it.
+
+    A given-up loop stays blocked inside a Reverb or gRPC call; tearing the
+    interpreter down around it can abort the process ("terminate called without
+    an active exception") after a clean stop. Call it once the program is over.
+    """
+    if _ABANDONED:
+        logging.warning("Ending the process without its normal teardown: %s stayed blocked",
+                        ", ".join(_ABANDONED))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # pylint: disable=protected-access
