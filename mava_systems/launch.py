@@ -12,6 +12,7 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
+from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.progress import reporting_progress
 import wrappers
@@ -141,10 +142,11 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
                 environment_factory=wrappers.make_environment_factory(FLAGS.env),
                 config=config_from_flags(config_class),
                 **topology_from_flags(executor_name))
-            prepare(system)
+            status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             sys.exit(f"error: {error}")
-        launch_and_wait(system)
+        if not already_finished(system, status):
+            launch_and_wait(system)
 
     return main
 
@@ -202,6 +204,20 @@ def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:
     return status
 
 
+def already_finished(system: Any, status: Any) -> bool:
+    """True, having said so, when the run's saved counts already reach its step limit.
+
+    Nothing is launched then: a program whose coordinator would stop it at
+    once gains nothing, and the saved run stays as it is.
+    """
+    if not status.reached_limit(system.max_executor_steps):
+        return False
+    print(f"The run in {system.run_dir} ({int(status.counts['executor_steps'])} executor steps) "
+          f"already reached {system.step_limit_name}={system.max_executor_steps}; raise it to "
+          "continue.", flush=True)
+    return True
+
+
 def launch_and_wait(system: Any, launch_type: Optional[str] = None,
                     progress_interval_s: Optional[float] = None) -> None:
     """Builds and launches a prepared `system` and waits for it, saying where its output goes.
@@ -223,10 +239,12 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)
+    exit_if_loops_were_abandoned()  # local_mt: a node loop given up at the stop.
 
 
 def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None,
         progress_interval_s: Optional[float] = None) -> None:
-    """Prepares the run directory of `system`, then launches it and waits for it to finish."""
-    prepare(system, start_fresh)
-    launch_and_wait(system, launch_type, progress_interval_s)
+    """Prepares the run directory of `system`, then launches it and waits for it to finish
+    (unless the run already reached its step limit)."""
+    if not already_finished(system, prepare(system, start_fresh)):
+        launch_and_wait(system, launch_type, progress_interval_s)

@@ -7,6 +7,7 @@ from dm_env import specs
 
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
+from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem, check_count
 
@@ -124,7 +125,8 @@ class SingleAgentSystem(DistributedSystem):
             seed=self.config.seed + EVALUATOR_SEED_OFFSET, greedy=True)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        counter = counting.Counter(counter, prefix="evaluator")
+        # Synced at every episode: a round logs the counts as they stand when it ends.
+        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
@@ -134,14 +136,16 @@ class SingleAgentSystem(DistributedSystem):
         """Actor `executor_id`: explores with its policy and writes to replay."""
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
-        variable_client.update_and_wait()
+        call_unless_stopped(variable_client.update_and_wait, "first variables")
         executor = self.builder.make_executor(
             networks, adder=self.builder.make_adder(replay), variable_client=variable_client,
             seed=self.config.seed + 1 + executor_id, **self.executor_options(executor_id))
         environment = self._environment_factory(evaluation=False,
                                                 seed=self.config.seed + 1 + executor_id)
-        return EnvironmentLoop(environment, executor, counting.Counter(counter, prefix="executor"),
-                               self.node_logger(f"executor_{executor_id}", "executor_steps"))
+        return self.executor_loop(
+            environment, executor,
+            counting.Counter(counter, prefix="executor", time_delta=self.executor_count_interval_s),
+            f"executor_{executor_id}")
 
     def executor_options(self, executor_id: int) -> Dict[str, Any]:
         """Extra keyword arguments of `builder.make_executor` for actor `executor_id`."""

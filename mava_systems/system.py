@@ -20,11 +20,13 @@ from mava_systems import registry
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
+from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.logging import make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   drop_partial_log_rows, move_aside,
-                                                   read_status, save_run_config)
+                                                   check_writable, drop_partial_log_rows, hold,
+                                                   move_aside, read_status, release,
+                                                   save_run_config)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:
@@ -93,6 +95,11 @@ class DistributedSystem:
     identity_keys = ["system", "environment", "agents", "network_variables", "replay_items"]
 
     @property
+    def step_limit_name(self) -> str:
+        """The name of the step limit's flag and argument: max_executor_steps (max_actor_steps)."""
+        return f"max_{self.executors_group}_steps"
+
+    @property
     def environment_factory(self) -> Any:
         """The factory every node makes its environment with (set by subclasses)."""
         return self._environment_factory
@@ -142,12 +149,18 @@ class DistributedSystem:
         changed since the last launch.
 
         Raises:
-          ValueError: if the directory holds a run this configuration cannot continue.
+          ValueError: if the directory is a file, cannot be written, is in use by
+            another running program, or holds a run this configuration cannot continue.
         """
+        check_writable(self.run_dir)
+        hold(self.run_dir)  # Before anything changes: refused if another program writes here.
         if start_fresh:
+            release(self.run_dir)
             moved_to = move_aside(self.run_dir)
             if moved_to:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
+            check_writable(self.run_dir)
+            hold(self.run_dir)
         changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
         save_run_config(self.run_dir, self.run_config())
         status = read_status(self.run_dir)
@@ -161,9 +174,29 @@ class DistributedSystem:
         return CheckpointedCounter(self.run_dir, self._checkpoint_interval_s,
                                    self._max_checkpoints_to_keep)
 
-    def coordinator(self, counter: Any) -> StepLimiter:
-        """Stops the program once `max_executor_steps` executor steps were counted."""
-        return StepLimiter(counter, self._max_executor_steps, steps_key=self.steps_key)
+    def coordinator(self, counter: Any, evaluator: Any = None) -> StepLimiter:
+        """Stops the program once `max_executor_steps` executor steps were counted, after the
+        evaluator's final round."""
+        return StepLimiter(counter, self._max_executor_steps, steps_key=self.steps_key,
+                           evaluator=evaluator)
+
+    def executor_loop(self, environment: Any, executor: Any, counter: Any, label: str,
+                      extra_log_fn: Optional[Any] = None) -> EnvironmentLoop:
+        """Executor node `label`'s loop, which starts no episode once the step limit is counted."""
+        return EnvironmentLoop(environment, executor, counter,
+                               self.node_logger(label, "executor_steps"),
+                               extra_log_fn=extra_log_fn, step_limit=self._max_executor_steps,
+                               steps_key=self.steps_key)
+
+    @property
+    def executor_count_interval_s(self) -> float:
+        """Seconds between an executor's syncs with the central counter.
+
+        With a step limit, every episode's count is sent at once: that is what
+        lets executors stop within one episode each of the limit (see
+        `EnvironmentLoop`); without one, once a second, as Acme's counters do.
+        """
+        return 0.0 if self._max_executor_steps else 1.0
 
     def node_logger(self, label: str, steps_key: str, time_delta: float = 0.0) -> Any:
         """Node `label`'s logger (see `make_logger`): rows stepped by `steps_key`."""
@@ -204,13 +237,17 @@ class DistributedSystem:
             replay = program.add_node(self.replay_node())
         with program.group("counter"):
             counter = program.add_node(lp.CourierNode(self.counter))
+        trainer_node = lp.CourierNode(self.trainer, replay, counter)
+        evaluator_node = lp.CourierNode(self.evaluator, trainer_node.create_handle(), counter)
         if self._max_executor_steps:
+            # Added before the nodes it calls, in the seed's order; their handles exist already.
             with program.group(self.coordinator_group):
-                program.add_node(lp.CourierNode(self.coordinator, counter))
+                program.add_node(lp.CourierNode(self.coordinator, counter,
+                                                evaluator_node.create_handle()))
         with program.group(self.trainer_group):
-            trainer = program.add_node(lp.CourierNode(self.trainer, replay, counter))
+            trainer = program.add_node(trainer_node)
         with program.group("evaluator"):
-            program.add_node(lp.CourierNode(self.evaluator, trainer, counter))
+            program.add_node(evaluator_node)
         sources = self._variable_sources(program, trainer)
         with program.group(self.executors_group):
             for executor_id in range(self._num_executors):

@@ -15,10 +15,15 @@ import wrappers
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def example_command(script, run_dir, *flags, launch_type="local_mt"):
+    """The command line running examples/<script>."""
+    return [sys.executable, os.path.join(ROOT, "examples", script),
+            f"--lp_launch_type={launch_type}", f"--run_dir={run_dir}", *flags]
+
+
 def run_example(script, run_dir, *flags, launch_type="local_mt", timeout=300):
     """Runs examples/<script> in its own process (Launchpad keeps process-wide state); its output."""
-    command = [sys.executable, os.path.join(ROOT, "examples", script),
-               f"--lp_launch_type={launch_type}", f"--run_dir={run_dir}", *flags]
+    command = example_command(script, run_dir, *flags, launch_type=launch_type)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=timeout)

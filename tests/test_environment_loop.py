@@ -47,3 +47,38 @@ def test_episode_statistics_per_agent_and_in_total(name):
         assert per_agent_lengths == [result["episode_length"]] * len(agents) == [10, 10]
     assert result["episode_return"] == pytest.approx(
         sum(result[f"episode_return/{agent}"] for agent in agents))
+
+
+def test_loops_sharing_a_step_limit_stop_within_one_episode_each():
+    """Two loops, one central count: each starts episodes only below the limit, then waits."""
+    import threading
+    import time
+
+    from acme.utils import counting
+
+    from mava_systems.components.counting import ExecutorCounter
+
+    central = counting.Counter()
+    stop = threading.Event()
+    limit, episode_length = 205, 10
+    loops = [EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=i),
+                             RandomLegalExecutor(seed=i),
+                             ExecutorCounter(central, executor_id=i, time_delta=0.0),
+                             stop_event=stop, step_limit=limit)
+             for i in range(2)]
+    threads = [threading.Thread(target=loop.run) for loop in loops]
+    for thread in threads:
+        thread.start()
+    deadline = time.time() + 30
+    while central.get_counts().get("executor_steps", 0) < limit and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # A loop that ignored the limit would take thousands more steps by now.
+    stopped_at = central.get_counts()["executor_steps"]
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert limit <= stopped_at <= limit - 1 + 2 * episode_length
+    assert stopped_at % episode_length == 0
+    counts = central.get_counts()
+    assert counts["executor_0_steps"] + counts["executor_1_steps"] == stopped_at

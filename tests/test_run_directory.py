@@ -12,7 +12,7 @@ from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.run_directory import (RUN_FILE, check_and_save_description,
                                                    move_aside, read_status)
 
-IDENTITY = ["environment", "agents"]
+IDENTITY = ["environment", "agents", "replay_items"]
 
 
 def test_fresh_directory_saves_the_description(tmp_path):
@@ -34,9 +34,11 @@ def test_changed_hyper_parameters_are_reported_and_saved(tmp_path):
         assert json.load(run_file)["config.lr"] == 0.2
 
 
-@pytest.mark.parametrize("key, value", [("environment", "other"), ("agents", ["a", "b"])])
+@pytest.mark.parametrize("key, value", [("environment", "other"), ("agents", ["a", "b"]),
+                                        ("replay_items", {"priority_table": "another layout"})])
 def test_an_incompatible_run_raises_naming_the_entry_and_keeps_the_file(tmp_path, key, value):
-    saved = {"environment": "e", "agents": ["a"], "config.lr": 0.1}
+    saved = {"environment": "e", "agents": ["a"], "replay_items": {"priority_table": "layout"},
+             "config.lr": 0.1}
     check_and_save_description(str(tmp_path), saved, IDENTITY)
     before = (tmp_path / RUN_FILE).read_text()
     with pytest.raises(ValueError, match=f"{key}: saved"):

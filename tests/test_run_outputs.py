@@ -107,7 +107,7 @@ def test_every_node_logs_the_same_keys_to_csv_and_tensorboard(short_run):
                        "episode_return/agent_1", "episode_length/agent_0",
                        "episode_length/agent_1", "epsilon", "steps_per_second"},
         "evaluator": {"evaluation_return", "evaluation_return_std", "evaluation_episode_length",
-                      "evaluation_return/agent_0", "evaluation_return/agent_1"},
+                      "evaluation_return/agent_0", "evaluation_return/agent_1", "final"},
         "trainer": {"loss/agent", "q_value/agent", "gradient_norm/agent", "replay_size",
                     "step_time_s"},
     }

@@ -94,13 +94,14 @@ def test_program_topology(systems, case):
     assert trainer._constructor == system.trainer
     assert evaluator._constructor == system.evaluator
 
-    # Coordinator: watches the counter.
+    # Coordinator: watches the counter, has the evaluator play a final round at the limit.
     if max_executor_steps:
         (coordinator,) = groups["coordinator"]
         assert coordinator._constructor == system.coordinator
-        (counter_handle,) = coordinator._args
+        counter_handle, evaluator_handle = coordinator._args
         assert isinstance(counter_handle, CourierHandle)
         assert node_of(counter_handle, program.get_all_nodes()) is counter
+        assert node_of(evaluator_handle, program.get_all_nodes()) is evaluator
         assert system.coordinator(None)._max_steps == max_executor_steps
 
     # Trainer: reads replay, writes the counter.

@@ -31,8 +31,11 @@ def assert_matches_specs(env: MultiAgentEnvironment, timestep: dm_env.TimeStep) 
     """Every part of `timestep` (and the extras) has exactly its spec's structure, dtype and shape."""
     agents = env.agents
     assert list(timestep.observation) == agents
-    assert list(timestep.reward) == agents
-    assert list(timestep.discount) == agents
+    if timestep.first():  # dm_env's contract: a FIRST step has no reward or discount.
+        assert timestep.reward is None and timestep.discount is None
+    else:
+        assert list(timestep.reward) == agents
+        assert list(timestep.discount) == agents
     observation_specs = env.observation_spec()
     reward_specs, discount_specs = env.reward_spec(), env.discount_spec()
     for agent in agents:
@@ -43,6 +46,8 @@ def assert_matches_specs(env: MultiAgentEnvironment, timestep: dm_env.TimeStep) 
             assert isinstance(value, np.ndarray), (agent, field, type(value))
             assert value.dtype == spec.dtype and value.shape == spec.shape, (agent, field, value.dtype, value.shape)
             spec.validate(value)
+        if timestep.first():
+            continue
         for value, spec in ((timestep.reward[agent], reward_specs[agent]), (timestep.discount[agent], discount_specs[agent])):
             assert isinstance(value, np.ndarray) and value.dtype == np.float32 and value.shape == ()
             spec.validate(value)
@@ -213,7 +218,7 @@ def test_dying_agents_are_padded_and_get_discount_zero() -> None:
     restart = env.step(all_actions)
     assert restart.first()
     assert all(olt.terminal == 0.0 for olt in restart.observation.values())
-    assert all(float(d) == 1.0 for d in restart.discount.values())
+    assert restart.reward is None and restart.discount is None
 
 
 def test_missing_action_for_a_live_agent_raises() -> None:

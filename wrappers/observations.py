@@ -41,6 +41,7 @@ class ObservationConverter:
     def __init__(self, agent: str, spec: OLT):
         self._owner = f"agent {agent!r}"
         self._obs_dtype = spec.observation.dtype
+        self._float_observations = np.issubdtype(self._obs_dtype, np.floating)
         self._obs_shape = tuple(spec.observation.shape)
         self._legal_shape = tuple(spec.legal_actions.shape)
         self.all_legal = read_only(np.ones(self._legal_shape, np.float32))
@@ -62,6 +63,8 @@ class ObservationConverter:
                 mask = raw.get(ACTION_MASK_KEY)
             raw = raw.get(OBSERVATION_KEY)
         observation = checked_array(self._owner, "observation", raw, self._obs_dtype, self._obs_shape)
+        if self._float_observations and not np.isfinite(observation).all():
+            raise ValueError(f"{self._owner}: observation has NaN or infinite values: {observation}")
         if mask is None:
             legal = self.all_legal
         else:

@@ -106,7 +106,7 @@ class PettingZooWrapperBase(MultiAgentEnvironment):
         return self._to_env_action[agent](action)
 
     def _first_timestep(self, present: Iterable[str], observe: ObserveFn) -> dm_env.TimeStep:
-        """The FIRST timestep: zero rewards, unit discounts; agents not `present` are padded."""
+        """The FIRST timestep: no reward or discount (dm_env's contract); agents not `present` are padded."""
         present = set(present)
         self._departed = {agent for agent in self._agents if agent not in present}
         self._reset_next_step = False
@@ -114,12 +114,7 @@ class PettingZooWrapperBase(MultiAgentEnvironment):
             agent: self._converters[agent].padding if agent in self._departed else observe(agent, False)
             for agent in self._agents
         }
-        return dm_env.TimeStep(
-            step_type=dm_env.StepType.FIRST,
-            reward={agent: ZERO for agent in self._agents},
-            discount={agent: ONE for agent in self._agents},
-            observation=observations,
-        )
+        return dm_env.restart(observations)
 
     def _transition_timestep(
         self,

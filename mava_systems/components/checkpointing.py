@@ -151,14 +151,26 @@ class Checkpointing:
         return None
 
     def save(self, force: bool = False) -> bool:
-        """Saves when the interval has passed (or always, with `force`); says whether it saved."""
+        """Saves when the interval has passed (or always, with `force`); says whether it saved.
+
+        A save that fails (a full disk, say) is logged as an error and retried at
+        the next interval; the checkpoints saved before it stay restorable (the
+        index names a checkpoint only once all its files are written).
+        """
         if not force and time.time() - self._last_save < self._interval_s:
             return False
         record: Dict[str, Any] = {"node": self.node, "time": time.time()}
         if self._before_save is not None:
             record.update(self._before_save())
         start = time.time()
-        path = self._manager.save()
+        try:
+            path = self._manager.save()
+        except (OSError, tf.errors.OpError) as error:
+            self._last_save = time.time()
+            logging.error("%s: saving a checkpoint in %s failed (%s); the previous checkpoint "
+                          "%s is kept, the next save is in %.0f s", self.node, self.directory,
+                          _first_line(error), self._manager.latest_checkpoint, self._interval_s)
+            return False
         record.update(path=path, seconds=round(time.time() - start, 4), bytes=_size_bytes(path))
         self._last_save = time.time()
         with open(os.path.join(self.run_dir, "checkpoints", SAVES_LOG), "a") as saves_log:

@@ -1,13 +1,22 @@
 """The coordinator: stops the whole program once enough executor steps were taken."""
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from absl import logging
 import launchpad as lp
 
+from mava_systems.components.lifecycle import run_watched
+
 
 class StepLimiter:
-    """Polls the counter and stops the program when `steps_key` reaches `max_steps`."""
+    """Polls the counter and stops the program when `steps_key` reaches `max_steps`.
+
+    With an `evaluator` (a handle with `final_evaluation()`), it first has the
+    evaluator play a final round with the trainer's latest variables, so the
+    run's last evaluation describes its final policy. Executors start no
+    episode once the limit is counted (see `EnvironmentLoop`), so the
+    policy they feed does not move on while that round is played.
+    """
 
     def __init__(
         self,
@@ -16,6 +25,7 @@ class StepLimiter:
         steps_key: str = "executor_steps",
         poll_interval_s: float = 0.5,
         stop_program: Callable[[], None] = lp.stop,
+        evaluator: Optional[Any] = None,
     ):
         if max_steps <= 0:
             raise ValueError(f"max_steps must be positive, got {max_steps}")
@@ -24,13 +34,31 @@ class StepLimiter:
         self._steps_key = steps_key
         self._poll_interval_s = poll_interval_s
         self._stop_program = stop_program
+        self._evaluator = evaluator
 
     def run(self) -> None:
         """Returns after stopping the program, or when the program stops anyway."""
+        run_watched(self._run, "coordinator loop")
+
+    def _run(self) -> None:
         while not lp.wait_for_stop(self._poll_interval_s):
             steps = self._counter.get_counts().get(self._steps_key, 0)
             if steps >= self._max_steps:
                 logging.info("Coordinator: %s=%d reached %d; stopping the program.",
                              self._steps_key, steps, self._max_steps)
+                self._final_evaluation()
                 self._stop_program()
                 return
+
+    def _final_evaluation(self) -> None:
+        """Waits for the evaluator's final round, unless the program stops first."""
+        if self._evaluator is None:
+            return
+        future = self._evaluator.futures.final_evaluation()
+        while not future.done():
+            if lp.wait_for_stop(0.1):
+                return
+        try:
+            future.result()
+        except Exception as error:  # pylint: disable=broad-except
+            logging.warning("Coordinator: the final evaluation failed: %s", error)

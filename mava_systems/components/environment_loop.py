@@ -4,12 +4,13 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional, Protocol
 
+from absl import logging
 from acme.utils import counting, loggers
 import dm_env
 import numpy as np
 
 from mava_systems.components.counting import complete_counts
-from mava_systems.components.lifecycle import ProgramStopping, program_stop_event
+from mava_systems.components.lifecycle import ProgramStopping, program_stop_event, run_watched
 from wrappers import MultiAgentEnvironment
 
 
@@ -22,8 +23,37 @@ class Executor(Protocol):
     def update(self, wait: bool = False) -> None: ...
 
 
+# Episodes in a row whose environment may fail (be dropped and restarted) before a loop gives up.
+MAX_FAILED_EPISODES = 3
+
+
+class EnvironmentFailure(RuntimeError):
+    """The environment's `reset` or `step` raised."""
+
+
+def environment_name(environment: Any) -> str:
+    """The wrapped PettingZoo/Gymnasium environment's name, else the environment's class name."""
+    metadata = getattr(getattr(environment, "environment", None), "metadata", None) or {}
+    return str(metadata.get("name") or type(environment).__name__)
+
+
 class EnvironmentLoop:
-    """Plays episodes: the executor acts, observes and updates its variables every step."""
+    """Plays episodes: the executor acts, observes and updates its variables every step.
+
+    With a `step_limit`, the loop starts an episode only while the counter's
+    `steps_key` count is below the limit. Its counter should sync with the
+    central one at every increment (`time_delta=0`): then the count read at
+    the end of each episode includes every episode any loop finished, so each
+    loop starts at most one episode below the limit that ends above it, and a
+    program stops within one episode per executor of its limit. Once the limit
+    is reached the loop waits for the program to stop.
+
+    When the environment's `reset` or `step` raises, `run` logs it with the
+    environment's name, drops the episode (it is not counted; the executor's
+    `abandon_episode`, if it has one, forgets its unwritten steps) and starts a
+    new one; after `MAX_FAILED_EPISODES` failed episodes in a row it raises
+    `EnvironmentFailure`, which stops the program with that error.
+    """
 
     def __init__(
         self,
@@ -33,6 +63,8 @@ class EnvironmentLoop:
         logger: Optional[loggers.Logger] = None,
         extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
         stop_event: Optional[threading.Event] = None,
+        step_limit: Optional[int] = None,
+        steps_key: str = "executor_steps",
     ):
         self._environment = environment
         self._executor = executor
@@ -40,6 +72,8 @@ class EnvironmentLoop:
         self._logger = logger or loggers.NoOpLogger()
         self._extra_log_fn = extra_log_fn
         self._stop_event = stop_event or program_stop_event()
+        self._step_limit = step_limit
+        self._steps_key = steps_key
 
     def run_episode(self) -> Dict[str, Any]:
         """Plays one episode and returns its statistics (also logged).
@@ -48,7 +82,7 @@ class EnvironmentLoop:
           ProgramStopping: when the program stops during the episode.
         """
         start = time.time()
-        timestep = self._environment.reset()
+        timestep = self._call_environment("reset")
         self._executor.observe_first(timestep)
         agents = list(timestep.observation)
         returns = np.zeros(len(agents), dtype=np.float64)
@@ -61,7 +95,7 @@ class EnvironmentLoop:
                 raise ProgramStopping()
             lengths += [np.any(timestep.observation[agent].legal_actions) for agent in agents]
             actions = self._executor.select_actions(timestep.observation)
-            timestep = self._environment.step(actions)
+            timestep = self._call_environment("step", actions)
             self._executor.observe(actions, timestep)
             self._executor.update()
             returns += [timestep.reward[agent] for agent in agents]
@@ -84,11 +118,51 @@ class EnvironmentLoop:
         return result
 
     def run(self, num_episodes: Optional[int] = None) -> None:
-        """Plays episodes until `num_episodes` were played or the program stops."""
-        played = 0
+        """Plays episodes until `num_episodes` were played, the step limit is reached or the
+        program stops; at the step limit it waits for the program to stop.
+
+        A loop still blocked on a node that has gone long after the stop is given up."""
+        run_watched(lambda: self._run(num_episodes), "environment loop")
+
+    def _run(self, num_episodes: Optional[int]) -> None:
+        played, failed = 0, 0
         try:
+            counts = self._counter.get_counts() if self._step_limit is not None else {}
             while num_episodes is None or played < num_episodes:
-                self.run_episode()
+                if self._limit_reached(counts):
+                    logging.info("%s=%d reached the limit %d: no new episode; waiting for the "
+                                 "program to stop", self._steps_key, counts[self._steps_key],
+                                 self._step_limit)
+                    self._stop_event.wait()
+                    return
+                try:
+                    counts = self.run_episode()
+                except EnvironmentFailure as failure:
+                    failed += 1
+                    self._abandon_episode()
+                    if failed >= MAX_FAILED_EPISODES:
+                        raise EnvironmentFailure(
+                            f"{failure}; {failed} episodes in a row failed, stopping") from failure
+                    logging.error("%s; the episode is dropped and a new one starts", failure,
+                                  exc_info=failure.__cause__)
+                    continue
+                failed = 0
                 played += 1
         except ProgramStopping:
             pass
+
+    def _call_environment(self, method: str, *args: Any) -> dm_env.TimeStep:
+        try:
+            return getattr(self._environment, method)(*args)
+        except Exception as error:  # pylint: disable=broad-except
+            raise EnvironmentFailure(
+                f"environment {environment_name(self._environment)}: {method}() raised "
+                f"{type(error).__name__}: {error}") from error
+
+    def _abandon_episode(self) -> None:
+        abandon = getattr(self._executor, "abandon_episode", None)
+        if abandon is not None:
+            abandon()
+
+    def _limit_reached(self, counts: Dict[str, Any]) -> bool:
+        return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit

@@ -1,5 +1,6 @@
 """The evaluator: greedy rounds of episodes with the latest variables, every few seconds."""
 
+import threading
 from typing import Callable
 
 from acme.utils import counting, loggers
@@ -8,7 +9,7 @@ import numpy as np
 
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.lifecycle import ProgramStopping
+from mava_systems.components.lifecycle import ProgramStopping, run_watched
 
 
 class Evaluator:
@@ -28,9 +29,29 @@ class Evaluator:
         self._logger = logger
         self._episodes = episodes
         self._interval_s = interval_s
+        self._lock = threading.Lock()  # Rounds of `run` and `final_evaluation` take turns.
+        self._final_done = False
 
-    def evaluate(self) -> dict:
-        """Fetches the latest variables, plays one round and logs its summary."""
+    def evaluate(self, final: bool = False) -> dict:
+        """Fetches the latest variables, plays one round and logs its summary.
+
+        The summary's `final` is 1 for the round played at the program's step
+        limit (see `final_evaluation`), else 0.
+        """
+        with self._lock:
+            return self._evaluate(final)
+
+    def final_evaluation(self) -> dict:
+        """Plays one last round with the trainer's latest variables; later rounds are skipped.
+
+        The coordinator calls it when the program reaches its step limit, just
+        before stopping the program, so the evaluator's last row describes the
+        final policy.
+        """
+        self._final_done = True
+        return self.evaluate(final=True)
+
+    def _evaluate(self, final: bool) -> dict:
         self._fetch_variables()
         episodes = [self._loop.run_episode() for _ in range(self._episodes)]
         returns = [episode["episode_return"] for episode in episodes]
@@ -44,16 +65,21 @@ class Evaluator:
                 [episode.get(key, 0.0) for episode in episodes]))
                for key in episodes[0] if key.startswith("episode_return/")},
             **complete_counts(self._counter.get_counts()),
+            "final": int(final),
         }
         self._logger.write(result)
         return result
 
     def run(self) -> None:
-        """Evaluates until the program stops."""
+        """Evaluates every `interval_s` until the program stops (or its final round was played)."""
+        run_watched(self._run, "evaluator loop")
+
+    def _run(self) -> None:
         try:
-            while True:
+            while not self._final_done:
                 self.evaluate()
                 if lp.wait_for_stop(self._interval_s):
                     return
+            lp.wait_for_stop()
         except ProgramStopping:
             return

@@ -4,14 +4,35 @@ When a program stops, every node's loop ends at once. Nodes that serve others
 (the counter, the trainer, caches) keep serving for `STOP_GRACE_S` so that the
 last calls of their clients complete instead of waiting forever on a server
 that has gone; blocking replay calls raise `ProgramStopping` (see replay.py).
+
+A stop can come at any moment of start-up, while other nodes are still being
+built: a call to a node that has already finished (a courier call, a replay
+sample) then never returns, and a node blocked in one would never end. So node
+loops and their start-up calls run watched (`run_watched`, `call_unless_stopped`):
+once the program stops, they are given up after a grace instead of waited for.
 """
 
+import os
+import sys
 import threading
 import time
+import traceback
+from typing import Any, Callable, Optional, TypeVar
 
+from absl import logging
 import launchpad as lp
+from launchpad import context as lp_context
+from launchpad.launch import worker_manager
 
 STOP_GRACE_S = 3.0
+# Names of the loops `run_watched` gave up in this process.
+_ABANDONED: list = []
+# Seconds a node's loop gets, once the program stops, to return by itself (see `run_watched`).
+# A blocked replay call returns within 1 s while its server is up (3 s after the stop), and
+# a node process kills itself 10 s after its stop signal (Launchpad's default notice): this
+# leaves time for the final checkpoint and STOP_GRACE_S of serving in between.
+ABANDON_AFTER_S = 5.0
+T = TypeVar("T")
 
 
 class ProgramStopping(Exception):
@@ -29,3 +50,84 @@ def program_stop_event() -> threading.Event:
 def keep_serving_after_stop() -> None:
     """Called by serving nodes at the end of `run()`: lets clients finish their last calls."""
     time.sleep(STOP_GRACE_S)
+
+
+def _in_daemon_thread(function: Callable[[], Any], name: str) -> Any:
+    """Starts `function` in a daemon thread that sees this node's Launchpad worker manager."""
+    # Launchpad keeps the worker manager (`lp.stop_event()`) and the launch context (`lp.stop()`)
+    # per thread: the new thread gets this one's, as Launchpad's own thread workers do.
+    manager = getattr(worker_manager._WORKER_MANAGERS, "manager", None)  # pylint: disable=protected-access
+    launch_context = getattr(lp_context._LAUNCH_CONTEXT, "lp_context", None)  # pylint: disable=protected-access
+    outcome: dict = {}
+
+    def target() -> None:
+        if manager is not None:
+            worker_manager._WORKER_MANAGERS.manager = manager  # pylint: disable=protected-access
+        if launch_context is not None:
+            lp_context.set_context(launch_context)
+        try:
+            outcome["result"] = function()
+        except BaseException as error:  # pylint: disable=broad-except
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True, name=name)
+    thread.start()
+    return thread, outcome
+
+
+def _wait_watched(thread: threading.Thread, grace_s: float) -> bool:
+    """Waits for `thread`; once the program stops, for `grace_s` more at most. True if it ended."""
+    stop_event = program_stop_event()
+    while thread.is_alive():
+        if stop_event.is_set():
+            thread.join(grace_s)
+            return not thread.is_alive()
+        thread.join(0.2)
+    return True
+
+
+def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AFTER_S) -> bool:
+    """Runs a node's `loop` until it returns; gives it up `grace_s` after the program stops.
+
+    Returns True if `loop` returned (its exception, if any, is raised here),
+    False if it was given up: it is then blocked on a node that has gone, and
+    is left in its daemon thread so that this node can still end.
+    """
+    thread, outcome = _in_daemon_thread(loop, name)
+    if not _wait_watched(thread, grace_s):
+        frame = sys._current_frames().get(thread.ident)  # pylint: disable=protected-access
+        logging.warning("%s did not return %.0f s after the program stopped (blocked on a node "
+                        "that has gone); ending without it. It waits in:\n%s", name, grace_s,
+                        "".join(traceback.format_stack(frame)[-4:]) if frame else "?")
+        _ABANDONED.append(name)
+        return False
+    if "error" in outcome:
+        raise outcome["error"]
+    return True
+
+
+def call_unless_stopped(function: Callable[[], T], name: str,
+                        default: Optional[T] = None) -> Optional[T]:
+    """`function()`, or `default` if the program stops first (e.g. a start-up call to a node
+    that may already have finished)."""
+    thread, outcome = _in_daemon_thread(function, name)
+    if not _wait_watched(thread, grace_s=1.0):
+        return default
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result", default)
+
+
+def exit_if_loops_were_abandoned() -> None:
+    """Ends the process now (status 0) if `run_watched` gave up a loop in it.
+
+    A given-up loop stays blocked inside a Reverb or gRPC call; tearing the
+    interpreter down around it can abort the process ("terminate called without
+    an active exception") after a clean stop. Call it once the program is over.
+    """
+    if _ABANDONED:
+        logging.warning("Ending the process without its normal teardown: %s stayed blocked",
+                        ", ".join(_ABANDONED))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # pylint: disable=protected-access

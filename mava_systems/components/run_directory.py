@@ -8,18 +8,21 @@ hyper-parameters are allowed and reported.
 """
 
 import dataclasses
+import fcntl
 import glob
 import json
 import os
 import pickle
 import textwrap
-from typing import Any, Dict, List, Mapping, Optional
+from typing import IO, Any, Dict, List, Mapping, Optional
 
 from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
 from mava_systems.components.counting import COUNT_KEYS
 from mava_systems.components.replay_checkpointing import checkpoint_time, latest_replay_checkpoint
 
 RUN_FILE = "run.json"
+# Held (flock) by the program writing the run directory, for as long as it runs.
+LOCK_FILE = ".lock"
 # Replay and trainer checkpoints this close in time count as taken together.
 REPLAY_SKEW_S = 60.0
 CONFIG_FILE = "config.json"
@@ -35,6 +38,11 @@ class RunStatus:
     # Seconds between the trainer's and the replay's latest checkpoints (None: no replay one).
     replay_age_s: Optional[float] = None
     replay_checkpoint: Optional[str] = None
+
+    def reached_limit(self, max_executor_steps: Optional[int]) -> bool:
+        """Whether the saved executor steps already reach `max_executor_steps` (None: no limit)."""
+        return (max_executor_steps is not None
+                and self.counts.get("executor_steps", 0) >= max_executor_steps)
 
     def summary(self, run_dir: str) -> str:
         """What this launch does: start fresh, or resume from which trainer step, counts and replay."""
@@ -56,9 +64,68 @@ class RunStatus:
         return "\n".join(lines)
 
 
+def check_writable(run_dir: str) -> None:
+    """Creates `run_dir` if needed and checks a file can be written in it.
+
+    Raises:
+      ValueError: naming the directory, if it is a file or cannot be written.
+    """
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ValueError(f"run directory {run_dir} is a file, not a directory; "
+                         "use another --run_dir")
+    probe = os.path.join(run_dir, ".write-test")
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        with open(probe, "w") as probe_file:
+            probe_file.write("ok")
+        os.remove(probe)
+    except OSError as error:
+        raise ValueError(f"cannot write to run directory {run_dir}: {error.strerror or error}; "
+                         "use another --run_dir") from None
+
+
+# Run directories this process holds: {path: open lock file}. Module-level, not on the system
+# object, which is pickled into every node.
+_HELD: Dict[str, IO[str]] = {}
+
+
+def hold(run_dir: str) -> None:
+    """Marks `run_dir` as written by this process until it exits (re-entrant in one process).
+
+    Raises:
+      ValueError: if another running program holds it: two programs must never
+        write one run directory.
+    """
+    run_dir = os.path.abspath(run_dir)
+    if run_dir in _HELD and os.path.exists(os.path.join(run_dir, LOCK_FILE)):
+        return
+    lock_file = open(os.path.join(run_dir, LOCK_FILE), "a+")  # pylint: disable=consider-using-with
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock_file.seek(0)
+        holder = lock_file.read().strip() or "unknown"
+        lock_file.close()
+        raise ValueError(f"{run_dir} is in use by another running program (pid {holder}): two "
+                         "programs must never write one run directory. Wait for it to end, or "
+                         "use another --run_dir.") from None
+    lock_file.seek(0)
+    lock_file.truncate()
+    lock_file.write(str(os.getpid()))
+    lock_file.flush()
+    _HELD[run_dir] = lock_file
+
+
+def release(run_dir: str) -> None:
+    """Stops holding `run_dir` (see `hold`); the lock also ends with the process."""
+    lock_file = _HELD.pop(os.path.abspath(run_dir), None)
+    if lock_file is not None:
+        lock_file.close()
+
+
 def move_aside(run_dir: str) -> Optional[str]:
     """Renames a non-empty run directory to `<run_dir>.old-<n>` and returns the new name."""
-    if not os.path.isdir(run_dir) or not os.listdir(run_dir):
+    if not os.path.isdir(run_dir) or not set(os.listdir(run_dir)) - {LOCK_FILE}:
         return None
     index = 1
     while os.path.exists(f"{run_dir}.old-{index}"):
@@ -131,8 +198,17 @@ def check_and_save_description(run_dir: str, description: Mapping[str, Any],
     path = os.path.join(run_dir, RUN_FILE)
     description = json.loads(json.dumps(description, default=str))  # As it would be read back.
     if os.path.exists(path):
-        with open(path) as run_file:
-            saved = json.load(run_file)
+        try:
+            with open(path) as run_file:
+                saved = json.load(run_file)
+        except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
+            raise ValueError(
+                f"{path} is damaged ({error}): it says which run the directory holds. Restore "
+                "it, start over with --start_fresh (the old run is moved aside, not deleted), "
+                "or use another --run_dir; nothing was changed.") from None
+        if not isinstance(saved, dict):
+            raise ValueError(f"{path} is damaged (not a JSON object); restore it, use "
+                             "--start_fresh or another --run_dir; nothing was changed.")
         mismatched = [key for key in must_match if saved.get(key) != description.get(key)]
         if mismatched:
             details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
-                                               program_stop_event)
+                                               program_stop_event, run_watched)
 from mava_systems.components.replay import ReplayIterator
 
 
@@ -100,6 +100,10 @@ class TrainerLoop:
         if self._compiled_step is None:
             self._compiled_step = tf.function(self._sample_and_train_graph).get_concrete_function(
                 iterator)
+            # Tracing takes seconds: a stop that came meanwhile may have ended replay already,
+            # and a sample from a server that has gone never returns.
+            if self._stop_event.is_set():
+                raise ProgramStopping()
         return self._compiled_step(iterator)
 
     def _sample_and_train_graph(self, iterator: Iterator[Any]
@@ -115,7 +119,20 @@ class TrainerLoop:
         return fetches
 
     def run(self) -> None:
-        """Trains until the program stops, checkpointing periodically and at the end."""
+        """Trains until the program stops, checkpointing periodically and at the end.
+
+        A step still blocked long after the stop waits for a sample from a replay
+        server that has gone (a stop during start-up): it is given up, and the
+        checkpoint saved all the same (a blocked step has not changed any variable).
+        """
+        try:
+            run_watched(self._train_until_stopped, "trainer loop")
+        finally:
+            if self._checkpointing is not None:
+                self._checkpointing.save(force=True)
+        keep_serving_after_stop()
+
+    def _train_until_stopped(self) -> None:
         try:
             while not self._stop_event.is_set():
                 self.step()
@@ -123,7 +140,3 @@ class TrainerLoop:
                     self._checkpointing.save()
         except ProgramStopping:
             pass
-        finally:
-            if self._checkpointing is not None:
-                self._checkpointing.save(force=True)
-        keep_serving_after_stop()

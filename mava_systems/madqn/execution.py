@@ -127,6 +127,11 @@ class MADQNExecutor:
         if self._adder is not None:
             self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep))
 
+    def abandon_episode(self) -> None:
+        """Forgets the current episode's steps not yet written to replay (its environment failed)."""
+        if self._adder is not None:
+            self._adder.reset()
+
     def update(self, wait: bool = False) -> None:
         """Fetches the source's latest online variables: now with `wait`, else every few steps.
 
@@ -169,6 +174,8 @@ class MADQNExecutor:
         return stacked
 
     def _stack_timestep(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
-        return timestep._replace(observation=self._stack_observation(timestep.observation),
-                                 reward=self._stacker.stack(timestep.reward),
-                                 discount=self._stacker.stack(timestep.discount))
+        # A FIRST timestep has no reward or discount (None, as dm_env.restart makes it).
+        return timestep._replace(
+            observation=self._stack_observation(timestep.observation),
+            reward=None if timestep.reward is None else self._stacker.stack(timestep.reward),
+            discount=None if timestep.discount is None else self._stacker.stack(timestep.discount))

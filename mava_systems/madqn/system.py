@@ -9,6 +9,7 @@ from acme.utils import counting
 from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
+from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.components.exploration import ConstantEpsilon, default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
@@ -129,7 +130,8 @@ class MADQN(DistributedSystem):
             seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        counter = counting.Counter(counter, prefix="evaluator")
+        # Synced at every episode: a round logs the counts as they stand when it ends.
+        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
@@ -143,9 +145,11 @@ class MADQN(DistributedSystem):
         """
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
-        variable_client.update_and_wait()
-        executor_counter = ExecutorCounter(counter, executor_id)
-        start_step = executor_counter.own_steps()
+        # Start-up calls to other nodes: given up if the program stops first.
+        call_unless_stopped(variable_client.update_and_wait, "first variables")
+        executor_counter = ExecutorCounter(counter, executor_id,
+                                           time_delta=self.executor_count_interval_s)
+        start_step = call_unless_stopped(executor_counter.own_steps, "own steps", default=0)
         seed = (self.config.seed + 1 + executor_id + RESUME_SEED_STRIDE * start_step) % 2**31
         schedule = self.exploration_schedules[executor_id]
         executor = self.builder.make_executor(
@@ -155,8 +159,6 @@ class MADQN(DistributedSystem):
         environment = self._environment_factory(evaluation=False, seed=seed)
         label = f"executor_{executor_id}"
         logging.info("%s explores with %r from its step %d", label, schedule, start_step)
-        return EnvironmentLoop(
-            environment, executor, executor_counter,
-            self.node_logger(label, "executor_steps"),
-            extra_log_fn=lambda: {"epsilon": executor.epsilon})
+        return self.executor_loop(environment, executor, executor_counter, label,
+                                  extra_log_fn=lambda: {"epsilon": executor.epsilon})
 

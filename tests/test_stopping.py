@@ -1,0 +1,88 @@
+"""A program stops cleanly whenever the stop comes, and a finished run is not relaunched.
+
+Each run is the MADQN example in a subprocess on `debug/line_world_v0`. "Cleanly"
+means: exit code 0, no node killed by Launchpad's termination notice, and the
+trainer's and counter's final checkpoints saved.
+"""
+
+import glob
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from mava_systems.components.run_directory import read_status
+import program_helpers
+from program_helpers import ROOT, read_csv
+
+SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
+                "--n_step=3", "--evaluation_interval_s=1", "--progress_interval_s=0"]
+
+
+def command(run_dir, *flags, launch_type):
+    return program_helpers.example_command(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                           *SMALL_CONFIG, *flags, launch_type=launch_type)
+
+
+def assert_stopped_cleanly(output, run_dir):
+    assert "Finished." in output, output[-3000:]
+    assert "Killing entire runtime" not in output, output[-3000:]
+    assert "did not terminate in time: ['" not in output, output[-3000:]
+    for node in ("trainer", "counter"):
+        assert glob.glob(os.path.join(run_dir, "checkpoints", node, "ckpt-*.index")), node
+
+
+def test_a_stop_by_the_coordinator_during_start_up_then_a_relaunch_that_is_refused(tmp_path):
+    # The first episode reaches the limit while the trainer and evaluator are still starting.
+    run_dir = str(tmp_path / "run")
+    output = program_helpers.run_example(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                         *SMALL_CONFIG, "--max_executor_steps=1",
+                                         "--num_executors=2", launch_type="local_mp")
+    assert_stopped_cleanly(output, run_dir)
+    steps = int(read_status(run_dir).counts["executor_steps"])
+    assert 1 <= steps <= 2 * 10  # One 10-step episode per executor at most.
+    assert read_csv(run_dir, "evaluator")[-1]["final"] == "1"
+
+    start = time.time()
+    relaunch = program_helpers.run_example(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                           *SMALL_CONFIG, "--max_executor_steps=1",
+                                           "--num_executors=2", launch_type="local_mp")
+    assert f"already reached max_executor_steps=1; raise it to continue" in relaunch
+    assert "Run directory:" not in relaunch  # No program was launched.
+    assert int(read_status(run_dir).counts["executor_steps"]) == steps
+    print(f"relaunch refused in {time.time() - start:.1f} s")
+
+
+@pytest.mark.parametrize("launch_type, signal_number, after_s", [
+    ("local_mt", signal.SIGTERM, 1.0),
+    ("local_mp", signal.SIGINT, 3.0),
+])
+def test_a_signal_during_start_up_ends_every_node_cleanly(tmp_path, launch_type, signal_number,
+                                                         after_s):
+    """Ctrl-C (SIGINT) or SIGTERM `after_s` after the launch, while the nodes are being built."""
+    run_dir = str(tmp_path / "run")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
+    process = subprocess.Popen(command(run_dir, "--max_executor_steps=100000",
+                                       "--num_executors=2", launch_type=launch_type),
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.time() + 120
+        while not any(line.startswith("Run directory:") for line in list(lines)):
+            assert process.poll() is None and time.time() < deadline, "".join(lines)[-3000:]
+            time.sleep(0.1)
+        time.sleep(after_s)  # "Run directory:" is printed just before the launch.
+        process.send_signal(signal_number)
+        process.wait(timeout=240)
+        reader.join(10)
+    finally:
+        process.kill()
+    output = "".join(lines)
+    assert process.returncode == 0, output[-3000:]
+    assert_stopped_cleanly(output, run_dir)
