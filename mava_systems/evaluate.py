@@ -84,9 +84,11 @@ def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
             "std_return": float(returns.std(ddof=1))}
 
 
-flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
-flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
-flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
+def define_flags() -> None:
+    """This command's flags (not defined on import: a program importing `evaluate` has its own)."""
+    flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
+    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
+    flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
 
 
 def main(argv: Sequence[str]) -> None:
@@ -101,4 +103,5 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
