@@ -121,9 +121,11 @@ def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: 
         lines.append(f"Evaluate:  {python} -m mava_systems.evaluate "
                      f"--run_dir={shlex.quote(run_dir)} --episodes=100")
     limit = system.max_executor_steps
+    # The limit counts across the parts of a run: continuing needs a higher one.
+    next_limit = (2 * limit if 2 * limit > steps_at_end else steps_at_end + limit) if limit else None
     lines.append("Resume:    " + resume_command(
         argv, system.run_dir, f"max_{getattr(system, 'executors_group', 'executor')}_steps",
-        2 * max(limit, steps_at_end) if limit else None))
+        next_limit))
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ import pytest
 from mava_systems.components.run_directory import read_status
 from mava_systems.madqn.builder import REPLAY_TABLE
 import program_helpers
-from program_helpers import evaluate_checkpoint, read_csv, stop_count
+from program_helpers import evaluate_checkpoint, launch_log, read_csv, stop_count
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
@@ -188,7 +188,8 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, la
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    first_output = (tmp_path / "first.log").read_text()
+    first_output = (tmp_path / "first.log").read_text() + launch_log(
+        os.path.join(run_dir, "output.log"), 0)
     assert "Coordinator: executor_steps" not in first_output, "the run ended before the kill"
     executed_before_kill = max(int(row["executor_steps"]) for executor_id in (0, 1)
                                for row in read_csv(run_dir, f"executor_{executor_id}"))
