@@ -19,11 +19,14 @@ import mava_systems
 import wrappers
 
 WATCH_INTERVAL_S = 0.5
+# Under local_mp Launchpad prefixes each node's lines with its group and index: "[trainer/0] ".
+_NODE_PREFIX = r"(\[[\w./-]+\] )?"
 # absl's Python log line: level letter, date, time, thread id, file:line] message.
-_ABSL_LINE = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([^:\s]+):\d+\] ?(.*)$")
+_ABSL_LINE = re.compile(
+    "^" + _NODE_PREFIX + r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([^:\s]+):\d+\] ?(.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Launchpad's own prints that say a node failed, hangs or is being stopped by the user.
-_LAUNCHPAD = re.compile(r"^(Node .* crashed:|Worker groups that did not terminate in time|"
+_LAUNCHPAD = re.compile("^" + _NODE_PREFIX + r"(Node .* crashed:|Worker groups that did not terminate in time|"
                         r"User-requested termination|Press CTRL\+C|Killing entire runtime)")
 _LEVEL_NAMES = {"W": "warning", "E": "error", "F": "fatal"}
 
@@ -42,9 +45,9 @@ def attention_line(line: str, own_files: FrozenSet[str]) -> Optional[str]:
     line = _ANSI.sub("", line).strip()
     match = _ABSL_LINE.match(line)
     if match:
-        level, source, message = match.groups()
+        node, level, source, message = match.groups()
         if level in "EF" or (level == "W" and source in own_files):
-            return f"{_LEVEL_NAMES[level]}: {message}"
+            return f"{_LEVEL_NAMES[level]}: {node or ''}{message}"
         return None
     if _LAUNCHPAD.match(line):
         return line

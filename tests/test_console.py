@@ -102,6 +102,10 @@ def test_an_uncaught_exception_says_where_its_traceback_is(tmp_path):
     ("\x1b[31mWorker groups that did not terminate in time: ['trainer']\x1b[0m",
      "Worker groups that did not terminate in time: ['trainer']"),
     ("Node <ThreadWorker trainer> crashed:", "Node <ThreadWorker trainer> crashed:"),
+    # local_mp: Launchpad prefixes each node's (coloured) lines with its group and index.
+    ("\x1b[1;32m[trainer/0] W1201 00:00:01.000001 140 checkpointing.py:141] skipping ckpt-2"
+     "\x1b[0;0m", "warning: [trainer/0] skipping ckpt-2"),
+    ("\x1b[1;32m[trainer/0] I1201 00:00:01.000001 140 checkpointing.py:141] saved\x1b[0;0m", None),
 ])
 def test_only_lines_that_need_attention_are_shown(line, shown):
     assert log_watch.attention_line(line, OWN_FILES) == shown
