@@ -187,3 +187,23 @@ def test_the_libraries_output_is_in_the_run_s_output_log(short_run):
     assert f"Coordinator: executor_steps=" in log and "Waiting for workers to stop" in log
     assert "Stored checkpoint to" in log  # Reverb's checkpointer
     assert "[Trainer]" in log  # The nodes' terminal loggers
+
+
+def shown_summary(markdown_path):
+    """The summary block a page shows: the text block that starts with 'Finished.'."""
+    with open(markdown_path) as page:
+        blocks = re.findall(r"```text\n(.*?)```", page.read(), re.S)
+    return next(block for block in blocks if block.startswith("Finished. ")).splitlines()
+
+
+def test_the_readme_and_quickstart_show_the_summary_a_run_prints(short_run):
+    _, output = short_run
+    printed = output.splitlines()
+    printed = printed[printed.index(next(line for line in printed if line.startswith("Finished. "))):]
+    shown = shown_summary(os.path.join(ROOT, "README.md"))
+
+    def labels(lines):
+        return [re.match(r"\s*\S+", line).group() for line in lines]
+
+    assert labels(shown) == labels(printed)
+    assert shown == shown_summary(os.path.join(ROOT, "docs", "quickstart.md"))
