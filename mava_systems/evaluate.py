@@ -18,14 +18,31 @@ import numpy as np
 import scipy.stats
 import tensorflow as tf
 
-from mava_systems import dqn, madqn
+from mava_systems import registry
 from mava_systems.components.checkpointing import latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.run_directory import RUN_FILE
 import wrappers
 
-SYSTEMS = {"madqn": (madqn.MADQN, madqn.MADQNConfig), "dqn": (dqn.DQN, dqn.DQNConfig)}
+
+def recorded_system_class(description: Dict[str, Any], path: str) -> Any:
+    """The system class a run.json describes: its recorded class if importable, else its name's.
+
+    A run of a registered system (or of a subclass defined in an importable
+    module) is rebuilt with its own class; a subclass defined in a script is
+    rebuilt as the system whose name it kept.
+    """
+    recorded = description.get("system_class")
+    if recorded:
+        try:
+            return registry.import_class(recorded)
+        except ImportError:
+            pass
+    try:
+        return registry.system_class(description.get("system"))
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def load_system(run_dir: str) -> Any:
@@ -35,12 +52,10 @@ def load_system(run_dir: str) -> Any:
         raise ValueError(f"{run_dir} has no {RUN_FILE}: not a run directory")
     with open(path) as run_file:
         description = json.load(run_file)
-    if description.get("system") not in SYSTEMS:
-        raise ValueError(f"{path}: unknown system {description.get('system')!r}; "
-                         f"known: {sorted(SYSTEMS)}")
+    system_class = recorded_system_class(description, path)
     if not description.get("environment_name"):
         raise ValueError(f"{path} does not name a registered environment")
-    system_class, config_class = SYSTEMS[description["system"]]
+    config_class = system_class.config_class
     config_values = {}
     for field in dataclasses.fields(config_class):
         value = description.get(f"config.{field.name}", field.default)

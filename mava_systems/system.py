@@ -16,6 +16,7 @@ from absl import logging
 import launchpad as lp
 import reverb
 
+from mava_systems import registry
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
@@ -39,7 +40,19 @@ def check_count(name: str, value: Any, minimum: int) -> int:
 
 
 class DistributedSystem:
-    """Base of every system: holds the counts and run directory, builds the program."""
+    """Base of every system: holds the counts and run directory, builds the program.
+
+    A subclass that sets its own `system_name` registers itself under that name
+    (see `mava_systems.registry`), with `config_class` its config dataclass.
+    """
+
+    system_name = ""
+    config_class: Any = None
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("system_name"):
+            registry.register(cls)
 
     executors_group = "executor"
     trainer_group = "trainer"
@@ -91,7 +104,9 @@ class DistributedSystem:
         the networks' variable shapes and the replay tables' item signatures;
         and every config field.
         """
-        description = {"system": self._name, "num_executors": self._num_executors,
+        description = {"system": self._name,
+                       "system_class": registry.class_path(type(self)),
+                       "num_executors": self._num_executors,
                        "num_caches": self._num_caches,
                        "max_executor_steps": self._max_executor_steps}
         if self._environment_factory is not None:

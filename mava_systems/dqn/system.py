@@ -22,6 +22,7 @@ class DQN(MADQN):
     """
 
     system_name = "dqn"
+    config_class = DQNConfig
     trainer_group = "learner"
     executors_group = "actor"
     coordinator_group = "counter"

@@ -32,6 +32,7 @@ class MADQN(DistributedSystem):
 
     builder_class = MADQNBuilder
     system_name = "madqn"
+    config_class = MADQNConfig
 
     def __init__(
         self,
@@ -59,7 +60,7 @@ class MADQN(DistributedSystem):
             by default constant epsilons spread log-uniformly as in Acme's DQN.
           run_dir: where logs and checkpoints go (default: `runs/<system_name>-<time>`).
         """
-        self.config = config or MADQNConfig()
+        self.config = config if config is not None else self.config_class()
         super().__init__(num_executors, num_caches, max_executor_steps, run_dir,
                          self.config.checkpoint_interval_s, self.config.max_checkpoints_to_keep,
                          name=self.system_name)
