@@ -65,6 +65,12 @@ def load_system(run_dir: str) -> Any:
     return system_class(factory, config=config_class(**config_values), run_dir=run_dir)
 
 
+def can_evaluate(system: Any) -> bool:
+    """Whether this command can evaluate the system's checkpoints: it restores Q-networks."""
+    builder = getattr(system, "builder", None)
+    return builder is not None and hasattr(builder.make_networks(), "q_networks")
+
+
 def restore_networks(system: Any) -> Any:
     """The system's online networks, restored from the latest trainer checkpoint."""
     directory = os.path.join(system.run_dir, "checkpoints", "trainer")

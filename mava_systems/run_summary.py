@@ -133,7 +133,7 @@ def is_evaluable(system: Any) -> bool:
     """Whether `python -m mava_systems.evaluate` can evaluate this system's checkpoints."""
     from mava_systems import evaluate  # pylint: disable=import-outside-toplevel
 
-    return system.run_config().get("system") in evaluate.SYSTEMS
+    return evaluate.can_evaluate(system)
 
 
 def summarize(system: Any, steps_at_start: int, wall_s: float, argv: Sequence[str],
