@@ -151,10 +151,10 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
                 environment_factory=wrappers.make_environment_factory(FLAGS.env),
                 config=config_from_flags(config_class),
                 **topology_from_flags(executor_name))
-            prepare(system)
+            status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             console.fail(f"error: {error}")
-        launch_and_wait(system)
+        launch_and_wait(system, steps_at_start=status_steps(system, status))
 
     return main
 
@@ -213,8 +213,14 @@ def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:
     return status
 
 
+def status_steps(system: Any, status: Any) -> int:
+    """The executor steps a run's saved counter holds (0 for a fresh run)."""
+    return int(status.counts.get(system.steps_key, 0))
+
+
 def launch_and_wait(system: Any, launch_type: Optional[str] = None,
-                    progress_interval_s: Optional[float] = None) -> None:
+                    progress_interval_s: Optional[float] = None,
+                    steps_at_start: Optional[int] = None) -> None:
     """Builds and launches a prepared `system` and waits for it, then prints the run's summary.
 
     When the terminal is quiet (`console.quiet_terminal`), the libraries' output
@@ -223,6 +229,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     `mava_systems.run_summary`). The progress line is kept up to date (see
     `mava_systems.progress`) every `progress_interval_s` seconds (default:
     `--progress_interval_s` if defined, else 1 on a terminal and 30 otherwise; 0: none).
+    `steps_at_start` is the step count the run resumes from (default: the newest in its logs).
     """
     launch_type = launch_type or FLAGS.lp_launch_type
     log_file = console.attach_run_dir(
@@ -234,8 +241,9 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
                  f"{format_run_config(system.run_config())}"])
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
-    snapshot = read_snapshot(system.run_dir)
-    steps_at_start = snapshot.executor_steps if snapshot else 0
+    if steps_at_start is None:
+        snapshot = read_snapshot(system.run_dir)
+        steps_at_start = snapshot.executor_steps if snapshot else 0
     start = time.monotonic()
     with watching_log(log_file, console.launch_offset(), console.report_error), \
             reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s,
@@ -252,5 +260,5 @@ def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bo
     The terminal is quiet (see `console.quiet_terminal`) unless the command line asks otherwise.
     """
     console.quiet_terminal()
-    prepare(system, start_fresh)
-    launch_and_wait(system, launch_type, progress_interval_s)
+    status = prepare(system, start_fresh)
+    launch_and_wait(system, launch_type, progress_interval_s, status_steps(system, status))
