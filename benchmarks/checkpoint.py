@@ -12,10 +12,14 @@ random policy through the executors' adder, over and over.
 import gc
 import os
 import shutil
+import sys
 import time
 from typing import Any, Dict, List
 
-from benchmarks import common
+if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import common  # noqa: E402
 
 
 class RecordingAdder:

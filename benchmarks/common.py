@@ -256,9 +256,14 @@ def local_madqn(label: str, **config_kwargs: Any) -> Any:
 
 def example_command(run_dir: str, launch_type: str, max_executor_steps: int,
                     flags: Sequence[str] = ()) -> List[str]:
-    """The command running examples/mpe/run_madqn.py on simple_spread_v3."""
+    """The command running examples/mpe/run_madqn.py on simple_spread_v3.
+
+    With `--verbose`: the benchmarks read the libraries' messages (the coordinator's stop,
+    Launchpad's termination) from the program's own output.
+    """
     return [sys.executable, EXAMPLE, f"--env={ENV_NAME}", f"--lp_launch_type={launch_type}",
-            f"--max_executor_steps={max_executor_steps}", f"--run_dir={run_dir}", *flags]
+            f"--max_executor_steps={max_executor_steps}", f"--run_dir={run_dir}", "--verbose",
+            *flags]
 
 
 def start_example(command: Sequence[str], output_path: str) -> subprocess.Popen:

@@ -1,6 +1,7 @@
 """Executor benchmark: joint environment steps per second on mpe/simple_spread_v3.
 
     .venv/bin/python -m benchmarks.executor [--repeats 3 --seconds 10]
+    .venv/bin/python benchmarks/executor.py [...]   (the same)
 
 Every variant plays whole episodes (reset included) in one thread:
 
@@ -15,10 +16,15 @@ Each is reported as a ratio of bare_env.
 """
 
 import gc
+import os
 import shutil
+import sys
 from typing import Any, Callable, Dict
 
-from benchmarks import common
+if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import common  # noqa: E402
 
 VARIANTS = {
     "bare_env": "(a) bare PettingZoo env, random actions",
@@ -80,25 +86,6 @@ def wrapped_env_episode(factory: Any, seed: int) -> Callable[[], int]:
     return episode
 
 
-class RandomExecutor:
-    """An executor acting uniformly at random (for the loop's own overhead)."""
-
-    def __init__(self, spaces: Dict[str, Any]):
-        self._spaces = spaces
-
-    def select_actions(self, observations: Dict[str, Any]) -> Dict[str, Any]:
-        return sample_actions(self._spaces)
-
-    def observe_first(self, timestep: Any) -> None:
-        pass
-
-    def observe(self, actions: Dict[str, Any], next_timestep: Any) -> None:
-        pass
-
-    def update(self, wait: bool = False) -> None:
-        pass
-
-
 def loop_episode(loop: Any) -> Callable[[], int]:
     """An episode of an EnvironmentLoop; returns its length."""
     return lambda: int(loop.run_episode()["episode_length"])
@@ -120,6 +107,7 @@ def main() -> None:
     from acme.utils import counting
 
     from mava_systems.components.environment_loop import EnvironmentLoop
+    from mava_systems.components.random_policy import RandomExecutor
     from mava_systems.components.exploration import ConstantEpsilon
     from mava_systems.components.logging import make_logger
 
@@ -145,7 +133,7 @@ def main() -> None:
         "bare_env": bare_env_episode(args.seed),
         "wrapped_env": wrapped_env_episode(factory, args.seed),
         "loop_random": loop_episode(EnvironmentLoop(
-            random_env, RandomExecutor(action_spaces(random_env.environment, args.seed)))),
+            random_env, RandomExecutor(random_env.action_spec(), args.seed))),
         "executor": make_executor_loop(with_replay=False),
         "executor_replay": make_executor_loop(with_replay=True),
         "executor_replay_logging": make_executor_loop(with_replay=True, with_logging=True),

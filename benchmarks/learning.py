@@ -22,34 +22,25 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
-from benchmarks import common
+if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import common  # noqa: E402
 
 RANDOM_EPISODES = 200
 
 
 def random_policy_return(seed: int, episodes: int = RANDOM_EPISODES) -> float:
     """The mean episode return (summed over agents) of uniformly random actions."""
-    import numpy as np
-
+    from mava_systems.components.random_policy import random_policy_return as measure
     import wrappers
 
-    env = wrappers.make_environment_factory(common.ENV_NAME)(seed=seed)
-    spaces = env.environment
-    for index, agent in enumerate(env.agents):
-        spaces.action_space(agent).seed(seed + index)
-    totals = []
-    for _ in range(episodes):
-        timestep, total = env.reset(), 0.0
-        while not timestep.last():
-            timestep = env.step({agent: spaces.action_space(agent).sample() for agent in env.agents})
-            total += float(sum(timestep.reward.values()))
-        totals.append(total)
-    env.close()
-    return float(np.mean(totals))
+    return measure(wrappers.make_environment_factory(common.ENV_NAME), episodes, seed).mean_return
 
 
 def running_mean_crossing(rows: List[Dict[str, float]], window: int, target: float) -> Optional[int]:

@@ -27,11 +27,15 @@ The counts come from the trainer's CSV rows, read each time the file grows
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from typing import Any, Dict, List, Tuple
 
-from benchmarks import common
+if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import common  # noqa: E402
 
 DEFAULT_CONFIGS = "local_mt:1,local_mt:2,local_mp:1,local_mp:2"
 RSS_INTERVAL_S = 0.5

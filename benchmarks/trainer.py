@@ -18,11 +18,16 @@ drifts by 20% over seconds, and short turns spread that over every variant.
 """
 
 import gc
+import os
 import shutil
+import sys
 import time
 from typing import Any, Callable, Dict
 
-from benchmarks import common
+if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import common  # noqa: E402
 
 VARIANTS = {
     "bare_step": "compiled step on an in-memory batch (limit)",

@@ -65,6 +65,12 @@ def load_system(run_dir: str) -> Any:
     return system_class(factory, config=config_class(**config_values), run_dir=run_dir)
 
 
+def can_evaluate(system: Any) -> bool:
+    """Whether this command can evaluate the system's checkpoints: it restores Q-networks."""
+    builder = getattr(system, "builder", None)
+    return builder is not None and hasattr(builder.make_networks(), "q_networks")
+
+
 def restore_networks(system: Any) -> Any:
     """The system's online networks, restored from the latest trainer checkpoint."""
     directory = os.path.join(system.run_dir, "checkpoints", "trainer")
@@ -99,9 +105,11 @@ def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
             "std_return": float(returns.std(ddof=1))}
 
 
-flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
-flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
-flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
+def define_flags() -> None:
+    """This command's flags (not defined on import: a program importing `evaluate` has its own)."""
+    flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
+    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
+    flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
 
 
 def main(argv: Sequence[str]) -> None:
@@ -116,4 +124,5 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

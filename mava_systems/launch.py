@@ -1,10 +1,13 @@
 """Launch helpers shared by the examples: common flags, config flags, launching, the run summary."""
 
 import dataclasses
+import datetime
 import faulthandler
 import os
+import shlex
 import signal
 import sys
+import time
 import typing
 from typing import Any, Callable, Mapping, Optional, Sequence, Type, TypeVar
 
@@ -12,9 +15,11 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
+from mava_systems import console, run_summary
 from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
-from mava_systems.progress import reporting_progress
+from mava_systems.log_watch import watching_log
+from mava_systems.progress import read_snapshot, reporting_progress
 import wrappers
 
 FLAGS = flags.FLAGS
@@ -56,6 +61,10 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
     flags.DEFINE_float("progress_interval_s", None,
                        "Seconds between progress lines (default: 1, updating one line, on a "
                        "terminal; 30 otherwise; 0: no progress lines).")
+    flags.DEFINE_boolean("verbose", False,
+                         "Show the libraries' output (TensorFlow, absl INFO lines of every node, "
+                         "Launchpad, Reverb) on the terminal; by default it goes only to "
+                         f"<run_dir>/{console.LOG_FILE}.")
 
 
 def define_config_flags(config_class: Type[Any],
@@ -136,6 +145,7 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     def main(argv: Sequence[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        console.quiet_terminal()
         try:
             configure_tensorflow_threads(FLAGS.tf_threads)
             system = system_class(
@@ -144,9 +154,9 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
                 **topology_from_flags(executor_name))
             status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
-            sys.exit(f"error: {error}")
+            console.fail(f"error: {error}")
         if not already_finished(system, status):
-            launch_and_wait(system)
+            launch_and_wait(system, steps_at_start=status_steps(system, status))
 
     return main
 
@@ -198,9 +208,10 @@ def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:
     if start_fresh is None:
         start_fresh = FLAGS.start_fresh
     status, changed = system.prepare_run_dir(start_fresh)
-    print(status.summary(system.run_dir), flush=True)
+    lines = [status.summary(system.run_dir)]
     if changed:
-        print(f"Changed since the last launch: {', '.join(changed)}", flush=True)
+        lines.append(f"Changed since the last launch: {', '.join(changed)}")
+    console.say(lines)
     return status
 
 
@@ -212,39 +223,61 @@ def already_finished(system: Any, status: Any) -> bool:
     """
     if not status.reached_limit(system.max_executor_steps):
         return False
-    print(f"The run in {system.run_dir} ({int(status.counts['executor_steps'])} executor steps) "
-          f"already reached {system.step_limit_name}={system.max_executor_steps}; raise it to "
-          "continue.", flush=True)
+    console.say([f"The run in {system.run_dir} ({int(status.counts['executor_steps'])} executor "
+                 f"steps) already reached {system.step_limit_name}={system.max_executor_steps}; "
+                 "raise it to continue."])
     return True
 
 
-def launch_and_wait(system: Any, launch_type: Optional[str] = None,
-                    progress_interval_s: Optional[float] = None) -> None:
-    """Builds and launches a prepared `system` and waits for it, saying where its output goes.
+def status_steps(system: Any, status: Any) -> int:
+    """The executor steps a run's saved counter holds (0 for a fresh run)."""
+    return int(status.counts.get(system.steps_key, 0))
 
-    While it runs, a progress line is kept up to date (see `mava_systems.progress`)
-    every `progress_interval_s` seconds (default: `--progress_interval_s` if
-    defined, else 1 on a terminal and 30 otherwise; 0: none).
+
+def launch_and_wait(system: Any, launch_type: Optional[str] = None,
+                    progress_interval_s: Optional[float] = None,
+                    steps_at_start: Optional[int] = None) -> None:
+    """Builds and launches a prepared `system` and waits for it, then prints the run's summary.
+
+    When the terminal is quiet (`console.quiet_terminal`), the libraries' output
+    goes to `<run_dir>/output.log` from here on and the terminal shows the header,
+    the progress line, warnings that need attention and the summary (see
+    `mava_systems.run_summary`). The progress line is kept up to date (see
+    `mava_systems.progress`) every `progress_interval_s` seconds (default:
+    `--progress_interval_s` if defined, else 1 on a terminal and 30 otherwise; 0: none).
+    `steps_at_start` is the step count the run resumes from (default: the newest in its logs).
     """
     launch_type = launch_type or FLAGS.lp_launch_type
+    log_file = console.attach_run_dir(
+        system.run_dir, f"==== {datetime.datetime.now():%Y-%m-%d %H:%M:%S} {shlex.join(sys.argv)}\n")
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.
-    faulthandler.register(signal.SIGUSR2, all_threads=True)
-    print(f"Run directory: {system.run_dir} (launch type {launch_type})", flush=True)
-    print(f"Configuration (saved in {os.path.join(system.run_dir, CONFIG_FILE)}):\n"
-          f"{format_run_config(system.run_config())}", flush=True)
+    faulthandler.register(signal.SIGUSR2, file=console.terminal_errors(), all_threads=True)
+    console.say([f"Run directory: {system.run_dir} (launch type {launch_type})",
+                 f"Configuration (saved in {os.path.join(system.run_dir, CONFIG_FILE)}):\n"
+                 f"{format_run_config(system.run_config())}"])
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
-    with reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s):
+    if steps_at_start is None:
+        snapshot = read_snapshot(system.run_dir)
+        steps_at_start = snapshot.executor_steps if snapshot else 0
+    start = time.monotonic()
+    with watching_log(log_file, console.launch_offset(), console.report_error), \
+            reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s,
+                               stream=console.terminal()):
         launch(system.build(), launch_type)
-    print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
-          f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
-          f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)
+    console.say([run_summary.summarize(system, steps_at_start, time.monotonic() - start,
+                                       sys.argv, log_file)])
     exit_if_loops_were_abandoned()  # local_mt: a node loop given up at the stop.
 
 
 def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None,
         progress_interval_s: Optional[float] = None) -> None:
     """Prepares the run directory of `system`, then launches it and waits for it to finish
-    (unless the run already reached its step limit)."""
-    if not already_finished(system, prepare(system, start_fresh)):
-        launch_and_wait(system, launch_type, progress_interval_s)
+    (unless the run already reached its step limit).
+
+    The terminal is quiet (see `console.quiet_terminal`) unless the command line asks otherwise.
+    """
+    console.quiet_terminal()
+    status = prepare(system, start_fresh)
+    if not already_finished(system, status):
+        launch_and_wait(system, launch_type, progress_interval_s, status_steps(system, status))

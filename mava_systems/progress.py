@@ -208,15 +208,16 @@ class ProgressReporter:
 
 @contextlib.contextmanager
 def reporting_progress(run_dir: str, max_steps: Optional[int],
-                       interval_s: Optional[float] = None) -> Iterator[None]:
-    """Reports the run's progress while the body runs, and a final line after it.
+                       interval_s: Optional[float] = None,
+                       stream: Optional[TextIO] = None) -> Iterator[None]:
+    """Reports the run's progress to `stream` (default stdout) while the body runs, and a final line after it.
 
     `interval_s` None picks the default of `ProgressReporter`; 0 reports nothing.
     """
     if interval_s == 0:
         yield
         return
-    reporter = ProgressReporter(run_dir, max_steps, interval_s=interval_s)
+    reporter = ProgressReporter(run_dir, max_steps, stream=stream, interval_s=interval_s)
     reporter.start()
     try:
         yield

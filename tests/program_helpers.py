@@ -22,14 +22,29 @@ def example_command(script, run_dir, *flags, launch_type="local_mt"):
 
 
 def run_example(script, run_dir, *flags, launch_type="local_mt", timeout=300):
-    """Runs examples/<script> in its own process (Launchpad keeps process-wide state); its output."""
+    """Runs examples/<script> in its own process (Launchpad keeps process-wide state); its output.
+
+    The output is what the terminal got followed by what this launch added to the run's
+    output log (the libraries' and nodes' messages).
+    """
     command = example_command(script, run_dir, *flags, launch_type=launch_type)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
+    log_path = os.path.join(run_dir, "output.log")
+    log_start = os.path.getsize(log_path) if os.path.exists(log_path) else 0
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=timeout)
-    output = result.stdout + result.stderr
+    output = result.stdout + result.stderr + launch_log(log_path, log_start)
     assert result.returncode == 0, f"exit code {result.returncode}:\n{output[-5000:]}"
     return output
+
+
+def launch_log(log_path, start):
+    """What a launch added to a run's output log from byte `start` on ('' if there is none)."""
+    if not os.path.exists(log_path):
+        return ""
+    with open(log_path, errors="replace") as log_file:
+        log_file.seek(start)
+        return log_file.read()
 
 
 def read_csv(run_dir, node):

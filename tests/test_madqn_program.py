@@ -20,7 +20,7 @@ import pytest
 from mava_systems.components.run_directory import read_status
 from mava_systems.madqn.builder import REPLAY_TABLE
 import program_helpers
-from program_helpers import evaluate_checkpoint, read_csv, stop_count
+from program_helpers import evaluate_checkpoint, launch_log, read_csv, stop_count
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
@@ -165,7 +165,7 @@ def kill_after_checkpoints(command, run_dir, log_path, min_steps):
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    output = log_path.read_text()
+    output = log_path.read_text() + launch_log(os.path.join(run_dir, "output.log"), 0)
     assert "Coordinator: executor_steps" not in output, "the run ended before the kill"
     return output
 

@@ -1,5 +1,5 @@
-"""What a run leaves for its user: the printed configuration and config.json, progress lines,
-and learning curves drawn from its real logs.
+"""What a run leaves for its user: a quiet terminal (header, progress, summary), the printed
+configuration and config.json, the output log, and learning curves drawn from its real logs.
 
 One short `local_mt` run of the MPE example on `debug/line_world_v0` (a
 subprocess: Launchpad keeps process-wide state) is shared by the tests here.
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from mava_systems import madqn, plot
+from mava_systems import madqn, plot, run_summary
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 import wrappers
 
@@ -33,11 +33,14 @@ def short_run(tmp_path_factory):
                f"--max_executor_steps={MAX_STEPS}", "--min_replay_size=100", "--batch_size=32",
                "--n_step=3", "--evaluation_interval_s=0.5", "--progress_interval_s=1",
                "--learning_rate=0.002"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
+    # TensorFlow's own logging stays on, as a user has it: the terminal must not show it.
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env["SDL_VIDEODRIVER"] = "dummy"
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=240)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
+    assert result.stderr == "", result.stderr[-3000:]  # No warning needed the user's attention.
     return run_dir, result.stdout
 
 
@@ -123,3 +126,84 @@ def test_every_node_logs_the_same_keys_to_csv_and_tensorboard(short_run):
         steps_key = "trainer_steps" if node == "trainer" else "executor_steps"
         tags = set(events.Tags()["tensors"])
         assert tags == {f"{node}/{column}" for column in columns - {steps_key}}, node
+
+
+# What must never reach the quiet terminal: TensorFlow's C++ logging, absl lines of any level,
+# Gym's notice, Launchpad's stop countdown, Reverb's messages, the nodes' own log lines.
+NOISE = re.compile(r"tensorflow/|^[IWEF]\d{4} |Gym has been|Waiting for workers|reverb/cc|"
+                   r"^\[(Trainer|Executor|Evaluator)")
+
+
+def test_the_terminal_shows_the_header_progress_and_summary_only(short_run):
+    run_dir, output = short_run
+    lines = output.splitlines()
+    assert lines[:3] == [f"Starting a fresh run in {run_dir}",
+                         f"Run directory: {run_dir} (launch type local_mt)",
+                         f"Configuration (saved in {os.path.join(run_dir, CONFIG_FILE)}):"]
+    summary = lines.index(next(line for line in lines if line.startswith("Finished. ")))
+    body = lines[3:summary]
+    configuration = [line for line in body if line.startswith("  ")]
+    progress_lines = [line for line in body if line.startswith("Progress: ")]
+    assert configuration and progress_lines
+    assert len(configuration) + len(progress_lines) == len(body), body
+    assert not [line for line in lines if NOISE.search(line)], output
+
+    rounds = run_summary.evaluation_rounds(run_dir)
+    assert len(rounds) >= 2
+    with open(os.path.join(run_dir, run_summary.RANDOM_POLICY_FILE)) as saved:
+        random_return = json.load(saved)["mean_return"]
+    expected = [
+        r"Finished\. [\d,]+ executor steps \([\d,]+ in this launch\) in 0:0\d:\d\d, "
+        r"[\d,.]+ steps/s\.",
+        r"Evaluation return, summed over agents \(4 greedy episodes per round\):",
+        rf"  first round +{rounds[0].mean_return:.2f}   at executor step "
+        rf"{rounds[0].executor_steps:,}",
+        rf"  final round +{rounds[-1].mean_return:.2f}   at executor step "
+        rf"{rounds[-1].executor_steps:,}",
+        rf"  random policy +{random_return:.2f}   \(mean of \d+ episodes on the same environment\)",
+        rf"Logs: +{re.escape(run_dir)}/logs/<node>/logs\.csv",
+        rf"TensorBoard: +tensorboard --logdir {re.escape(run_dir)}/tensorboard",
+        rf"Checkpoints: +{re.escape(run_dir)}/checkpoints",
+        rf"Config: +{re.escape(run_dir)}/config\.json",
+        rf"Output log: +{re.escape(run_dir)}/output\.log .*--verbose.*",
+        rf"Plot: +\S+python\S* -m mava_systems\.plot {re.escape(run_dir)} --out \S+curves\.png",
+        rf"Evaluate: +\S+python\S* -m mava_systems\.evaluate --run_dir={re.escape(run_dir)} "
+        r"--episodes=100",
+        rf"Resume: +\S+python\S* \S+run_madqn\.py .*--run_dir={re.escape(run_dir)} "
+        rf"--max_executor_steps={2 * MAX_STEPS}",
+    ]
+    assert len(lines[summary:]) == len(expected), lines[summary:]
+    for line, pattern in zip(lines[summary:], expected):
+        assert re.fullmatch(pattern, line), (pattern, line)
+    assert "--start_fresh" not in lines[-1] and f"--max_executor_steps={MAX_STEPS} " not in lines[-1]
+
+
+def test_the_libraries_output_is_in_the_run_s_output_log(short_run):
+    run_dir, _ = short_run
+    with open(os.path.join(run_dir, "output.log"), errors="replace") as log_file:
+        log = log_file.read()
+    assert log.startswith("==== ") and "run_madqn.py" in log.splitlines()[0]
+    assert re.search(r"^I\d{4} .*courier_utils\.py:\d+\] Binding", log, re.M)  # absl INFO
+    assert f"Coordinator: executor_steps=" in log and "Waiting for workers to stop" in log
+    assert "Stored checkpoint to" in log  # Reverb's checkpointer
+    assert "[Trainer]" in log  # The nodes' terminal loggers
+
+
+def shown_summary(markdown_path):
+    """The summary block a page shows: the text block that starts with 'Finished.'."""
+    with open(markdown_path) as page:
+        blocks = re.findall(r"```text\n(.*?)```", page.read(), re.S)
+    return next(block for block in blocks if block.startswith("Finished. ")).splitlines()
+
+
+def test_the_readme_and_quickstart_show_the_summary_a_run_prints(short_run):
+    _, output = short_run
+    printed = output.splitlines()
+    printed = printed[printed.index(next(line for line in printed if line.startswith("Finished. "))):]
+    shown = shown_summary(os.path.join(ROOT, "README.md"))
+
+    def labels(lines):
+        return [re.match(r"\s*\S+", line).group() for line in lines]
+
+    assert labels(shown) == labels(printed)
+    assert shown == shown_summary(os.path.join(ROOT, "docs", "quickstart.md"))

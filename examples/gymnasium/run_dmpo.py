@@ -6,7 +6,12 @@
 Every DMPOConfig field is a flag too (e.g. --vmin=-1000 --vmax=0 --num_samples=10).
 """
 
-from absl import app
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import dmpo, launch
 

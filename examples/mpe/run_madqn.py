@@ -6,7 +6,12 @@
 Every MADQNConfig field is a flag too (e.g. --batch_size=64 --n_step=3).
 """
 
-from absl import app
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import launch, madqn
 
