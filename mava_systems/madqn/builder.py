@@ -55,17 +55,19 @@ class MADQNBuilder:
         environment has (`{"env_state": spec}` when it has a global state), else none."""
         return dict(self.environment_spec.extras) if self.stores_environment_extras else {}
 
-    def make_transition_packer(self) -> ArrayPacker:
-        """Packs each replay item, an n-step transition of every network's agents stacked (see
-        `AgentStacker`), into one byte column: sampling is much cheaper (see packing.py).
-
-        Items' `extras` hold the environment's extras at both ends of the
-        transition (see `transition_extras_spec`), if replay stores them.
-        """
+    def transition_signature(self) -> Any:
+        """The (unpacked) replay item: an n-step transition of every network's agents stacked
+        (see `AgentStacker`); its `extras` hold the environment's extras at both ends of the
+        transition (see `transition_extras_spec`) if replay stores them."""
         extras_spec = self.replay_environment_extras_spec()
-        return ArrayPacker(reverb_adders.NStepTransitionAdder.signature(
+        return reverb_adders.NStepTransitionAdder.signature(
             self.environment_spec.stacked(self.stacker),
-            transition_extras_spec(extras_spec) if extras_spec else ()))
+            transition_extras_spec(extras_spec) if extras_spec else ())
+
+    def make_transition_packer(self) -> ArrayPacker:
+        """Packs each replay item (see `transition_signature`) into one byte column: sampling
+        is much cheaper (see packing.py)."""
+        return ArrayPacker(self.transition_signature())
 
     def make_rate_limiter(self) -> reverb.rate_limiters.RateLimiter:
         """Sampling starts at `min_replay_size` items, then keeps to `samples_per_insert`.
