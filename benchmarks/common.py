@@ -234,8 +234,9 @@ def prepare_in_process(tf_threads: int) -> None:
 # --------------------------------------------------------------------------- the example as a subprocess
 
 
-def local_madqn(label: str, **config_kwargs: Any) -> Any:
-    """A MADQN system on ENV_NAME (no rate limit) with its own in-process Reverb server.
+def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) -> Any:
+    """A MADQN system (or one of another registered name, e.g. "vdn" or "qmix") on ENV_NAME,
+    with no rate limit and its own in-process Reverb server.
 
     Returns (system, server, client); the system's run_dir is a fresh temporary directory.
     """
@@ -243,22 +244,40 @@ def local_madqn(label: str, **config_kwargs: Any) -> Any:
 
     import reverb  # pylint: disable=import-outside-toplevel
 
-    from mava_systems import madqn  # pylint: disable=import-outside-toplevel
+    from mava_systems import registry  # pylint: disable=import-outside-toplevel
     import wrappers  # pylint: disable=import-outside-toplevel
 
+    system_class = registry.system_class(system_name)
     # No rate limit: the benchmarks drive inserts and samples themselves.
-    config = madqn.MADQNConfig(samples_per_insert=None, **config_kwargs)
-    system = madqn.MADQN(wrappers.make_environment_factory(ENV_NAME), config=config,
-                         run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-"))
+    config = system_class.config_class(samples_per_insert=None, **config_kwargs)
+    system = system_class(wrappers.make_environment_factory(ENV_NAME), config=config,
+                          run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-{system_name}-"))
     server = reverb.Server(system.replay())
     return system, server, reverb.Client(f"localhost:{server.port}")
 
 
+def mpe_example(system_name: str) -> str:
+    """The path of examples/mpe/run_<system_name>.py.
+
+    Raises:
+      SystemExit: naming the systems that have one, if `system_name` has none.
+    """
+    path = os.path.join(os.path.dirname(EXAMPLE), f"run_{system_name}.py")
+    if not os.path.exists(path):
+        available = sorted(name[len("run_"):-len(".py")]
+                           for name in os.listdir(os.path.dirname(EXAMPLE))
+                           if name.startswith("run_") and name.endswith(".py"))
+        raise SystemExit(f"no MPE example for system {system_name!r}; systems with one: "
+                         f"{', '.join(available)}")
+    return path
+
+
 def example_command(run_dir: str, launch_type: str, max_executor_steps: int,
-                    flags: Sequence[str] = ()) -> List[str]:
-    """The command running examples/mpe/run_madqn.py on simple_spread_v3."""
-    return [sys.executable, EXAMPLE, f"--env={ENV_NAME}", f"--lp_launch_type={launch_type}",
-            f"--max_executor_steps={max_executor_steps}", f"--run_dir={run_dir}", *flags]
+                    flags: Sequence[str] = (), system_name: str = "madqn") -> List[str]:
+    """The command running examples/mpe/run_<system_name>.py on simple_spread_v3."""
+    return [sys.executable, mpe_example(system_name), f"--env={ENV_NAME}",
+            f"--lp_launch_type={launch_type}", f"--max_executor_steps={max_executor_steps}",
+            f"--run_dir={run_dir}", *flags]
 
 
 def start_example(command: Sequence[str], output_path: str) -> subprocess.Popen:

@@ -94,13 +94,17 @@ def test_2_log_cosh_trainer_is_used_and_grows_linearly_for_large_errors(tmp_path
     np.testing.assert_allclose(loss.numpy(), np.abs(td_error.numpy()) - np.log(2.0), rtol=1e-5)
 
 
-def test_2_log_cosh_madqn_runs_as_a_program(tmp_path):
-    run_dir = str(tmp_path / "log_cosh")
-    run([sys.executable, os.path.join(TUTORIALS, "log_cosh_madqn.py"), *FAST,
-         "--max_executor_steps=400", f"--run_dir={run_dir}"])
+def run_tutorial_program(script, run_dir, loss_key):
+    """Runs a tutorial's system for 400 steps; checks it trained with finite `loss_key` losses."""
+    run([sys.executable, os.path.join(TUTORIALS, script), *FAST, "--max_executor_steps=400",
+         f"--run_dir={run_dir}"])
     rows = read_csv(run_dir, "trainer")
     assert rows and int(rows[-1]["trainer_steps"]) > 0
-    assert all(np.isfinite(float(row["loss/agent"])) for row in rows)
+    assert all(np.isfinite(float(row[loss_key])) for row in rows)
+
+
+def test_2_log_cosh_madqn_runs_as_a_program(tmp_path):
+    run_tutorial_program("log_cosh_madqn.py", str(tmp_path / "log_cosh"), "loss/agent")
 
 
 def test_3_resume_then_evaluate_and_plot(tmp_path):
@@ -153,11 +157,7 @@ def test_5_the_state_weighted_mixer_is_a_monotonic_weighted_sum(tmp_path):
 
 def test_5_state_weighted_qmix_runs_as_a_program(tmp_path):
     run_dir = str(tmp_path / "weighted")
-    run([sys.executable, os.path.join(TUTORIALS, "state_weighted_mixer.py"), *FAST,
-         "--max_executor_steps=400", f"--run_dir={run_dir}"])
-    rows = read_csv(run_dir, "trainer")
-    assert rows and int(rows[-1]["trainer_steps"]) > 0
-    assert all(np.isfinite(float(row["loss"])) for row in rows)
+    run_tutorial_program("state_weighted_mixer.py", run_dir, "loss")  # One team loss.
     with open(os.path.join(run_dir, "run.json")) as run_file:
         # The state-weighted sum's variables: weights [20, 2] and [2], bias [20, 1] and [1].
         assert sorted(json.load(run_file)["mixer_variables"]) == [[1], [2], [20, 1], [20, 2]]

@@ -1,10 +1,9 @@
 """QMIX: MADQN trained through a monotonic mixing network conditioned on the global state."""
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional
 
 from absl import logging
 
-from mava_systems.madqn.execution import ExplorationSchedule
 from mava_systems.madqn.networks import QNetworkFactory
 from mava_systems.qmix.builder import QMIXBuilder
 from mava_systems.qmix.config import QMIXConfig
@@ -26,28 +25,20 @@ class QMIX(VDN):
     system_name = "qmix"
     config_class = QMIXConfig
 
-    def __init__(
-        self,
-        environment_factory: Any,
-        network_factory: Optional[QNetworkFactory] = None,
-        num_executors: int = 1,
-        num_caches: int = 0,
-        max_executor_steps: Optional[int] = None,
-        config: Optional[QMIXConfig] = None,
-        exploration_schedules: Optional[Sequence[ExplorationSchedule]] = None,
-        run_dir: Optional[str] = None,
-        mixer_factory: Optional[MixerFactory] = None,
-    ):
-        """MADQN's arguments (see `MADQN`), and:
+    def __init__(self, *args: Any, mixer_factory: Optional[MixerFactory] = None, **kwargs: Any):
+        """MADQN's arguments (see `MADQN`: environment_factory, network_factory, num_executors,
+        num_caches, max_executor_steps, config, exploration_schedules, run_dir), and:
 
         Args:
+          *args: MADQN's arguments, in its order.
           mixer_factory: `factory(num_agents, state_spec)` returning a mixer, a
             module mapping agent Q-values [B, N] and states [B, *state shape] to
-            the team Q [B] (None: QMIX's mixer sized by the config).
+            the team Q [B] (None: QMIX's mixer sized by the config's
+            `mixing_embed_dim` and `hypernet_hidden_size`).
+          **kwargs: MADQN's arguments, by name.
         """
         self.mixer_factory = mixer_factory
-        super().__init__(environment_factory, network_factory, num_executors, num_caches,
-                         max_executor_steps, config, exploration_schedules, run_dir)
+        super().__init__(*args, **kwargs)
 
     def make_builder(self, agent_networks: Dict[str, str],
                      network_factory: QNetworkFactory) -> VDNBuilder:
