@@ -89,8 +89,9 @@ def test_team_loss_with_heterogeneous_agents_and_the_environment_state(speaker_l
     assert tuple(signature.extras["env_state"].shape) == (14,)  # MPE's state() is stored.
     assert tuple(signature.observation["listener"].observation.shape) == (1, 11)
     mixer_shapes = system.description()["mixer_variables"]
-    assert [14, 8] in mixer_shapes  # A hypernetwork's first layer: the state to 8 hidden units,
-    assert [8, 2 * 4] in mixer_shapes  # and its last: W1 for 2 agents x embed 4.
+    # The layer reading the state (14): 2 hypernetworks' 8 hidden units, b1 and V's hidden (4 each),
+    assert [14, 2 * 8 + 2 * 4] in mixer_shapes
+    assert [8, 2 * 4] in mixer_shapes  # and W1's hypernetwork output: 2 agents x embed 4.
     batch = random_batch(signature)
     loss, priorities, fetches = trainer.joint_loss(batch, tf.ones([BATCH]))
     assert loss.shape == () and np.isfinite(loss.numpy())

@@ -48,7 +48,8 @@ def test_qmix_runs_resumes_with_its_mixer_and_evaluates(tmp_path):
     with open(os.path.join(run_dir, "run.json")) as run_file:
         description = json.load(run_file)
     assert description["system_class"] == "mava_systems.qmix.system:QMIX"
-    assert [20, 16] in description["mixer_variables"]  # line_world's state -> hypernet hidden.
+    # line_world's state (20) -> 2 x hypernet hidden (16) + b1 and V's hidden (embed 8 each).
+    assert [20, 2 * 16 + 2 * 8] in description["mixer_variables"]
     first_trainer_steps = int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
 
     second = run_example("qmix", run_dir, "--max_executor_steps=900", "--num_executors=2",

@@ -17,6 +17,8 @@ class QMixer(snt.Module):
     absolute value, so the team Q never decreases when an agent's Q grows; b1
     is a linear function of the state, and the state value V(s) an MLP
     (`embed_dim` ReLU units, then one output), as in the QMIX paper and PyMARL.
+    The four layers that read the state are one linear layer (`state_layer`),
+    split in four: the same function with fewer, larger operations.
     """
 
     def __init__(self, num_agents: int, embed_dim: int = 32, hypernet_hidden_size: int = 64,
@@ -24,17 +26,23 @@ class QMixer(snt.Module):
         super().__init__(name=name)
         self._num_agents = num_agents
         self._embed_dim = embed_dim
-        self.hyper_w1 = snt.nets.MLP([hypernet_hidden_size, num_agents * embed_dim], name="hyper_w1")
-        self.hyper_w2 = snt.nets.MLP([hypernet_hidden_size, embed_dim], name="hyper_w2")
-        self.hyper_b1 = snt.Linear(embed_dim, name="hyper_b1")
-        self.state_value = snt.nets.MLP([embed_dim, 1], name="state_value")
+        # Hidden units of the W1 and w2 hypernetworks, b1, and V's hidden units.
+        self._split = [hypernet_hidden_size, hypernet_hidden_size, embed_dim, embed_dim]
+        self.state_layer = snt.Linear(sum(self._split), name="state_layer")
+        self.w1_layer = snt.Linear(num_agents * embed_dim, name="w1_layer")
+        self.w2_layer = snt.Linear(embed_dim, name="w2_layer")
+        self.value_layer = snt.Linear(1, name="value_layer")
 
     def __call__(self, agent_q_values: tf.Tensor, states: tf.Tensor) -> tf.Tensor:
         states = tf.reshape(tf.cast(states, tf.float32), [tf.shape(states)[0], -1])
-        w1 = tf.reshape(tf.abs(self.hyper_w1(states)), [-1, self._num_agents, self._embed_dim])
-        hidden = tf.nn.elu(tf.einsum("bn,bne->be", agent_q_values, w1) + self.hyper_b1(states))
-        w2 = tf.abs(self.hyper_w2(states))
-        return tf.reduce_sum(hidden * w2, axis=-1) + self.state_value(states)[:, 0]
+        w1_hidden, w2_hidden, b1, value_hidden = tf.split(self.state_layer(states), self._split,
+                                                          axis=-1)
+        w1 = tf.reshape(tf.abs(self.w1_layer(tf.nn.relu(w1_hidden))),
+                        [-1, self._num_agents, self._embed_dim])
+        hidden = tf.nn.elu(tf.reduce_sum(agent_q_values[:, :, None] * w1, axis=1) + b1)
+        w2 = tf.abs(self.w2_layer(tf.nn.relu(w2_hidden)))
+        value = self.value_layer(tf.nn.relu(value_hidden))[:, 0]
+        return tf.reduce_sum(hidden * w2, axis=-1) + value
 
 
 def make_qmix_mixer(num_agents: int, state_spec: specs.Array, embed_dim: int = 32,
