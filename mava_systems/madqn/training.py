@@ -30,7 +30,6 @@ def merge_agents(stacked: tf.Tensor) -> tf.Tensor:
     return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
 
 
-
 def split_agents(merged: tf.Tensor, num_agents: int) -> tf.Tensor:
     """[B * A, ...] -> [B, A, ...]: undoes `merge_agents`."""
     shape = tf.shape(merged)
@@ -151,14 +150,35 @@ class MADQNTrainer(TrainerLoop):
                 state[f"target_module/{name}"] = module.target
         return state
 
+    @property
+    def networks(self) -> MADQNNetworks:
+        """The online and target Q-networks this trainer trains, and which agent uses which."""
+        return self._networks
+
+    @property
+    def modules(self) -> Dict[str, TrainerModule]:
+        """The trainer's own trainable modules (e.g. `{"mixer": ...}`), by name."""
+        return self._modules
+
+    @property
+    def discount(self) -> tf.Tensor:
+        """The discount per environment step (items' discounts already hold the n-step part)."""
+        return self._discount
+
+    def td_loss(self, td_error: tf.Tensor) -> tf.Tensor:
+        """The loss of each TD error: Huber with `huber_loss_parameter`, else x**2 / 2."""
+        if self._huber_loss_parameter is not None:
+            return losses.huber(td_error, self._huber_loss_parameter)
+        return 0.5 * tf.square(td_error)
+
     def joint_loss(self, transitions: acme_types.Transition, weights: tf.Tensor) -> JointLoss:
         """Override for ONE loss over every network and module (e.g. a team loss through a mixer).
 
         `transitions` is the unpacked batch (each network's agents stacked,
         [B, A, ...]); `weights` [B] are the items' importance weights (ones
-        without prioritised replay). Read networks from `self._networks`
-        (`q_networks`, `target_q_networks`, `agents_by_network`) and modules
-        from `self._modules`; `agent_q_values` and `double_q_values` help.
+        without prioritised replay). `networks`, `modules`, `discount` and
+        `td_loss` give what the loss needs; `agent_q_values`,
+        `chosen_q_values` and `double_q_values` compute per-agent values.
         Not overridden: each network is trained on its own `network_loss`.
         """
         raise NotImplementedError
@@ -183,11 +203,9 @@ class MADQNTrainer(TrainerLoop):
         q_tm1 = network(o_tm1)
         q_t_value = self._networks.target_q_networks[key](o_t)
         q_t_selector = mask_illegal(network(o_t), legal_t)
-        loss, extra = trfl.double_qlearning(
+        _, extra = trfl.double_qlearning(
             q_tm1, a_tm1, r_t, self._discount * d_t, q_t_value, q_t_selector)
-        if self._huber_loss_parameter is not None:
-            loss = losses.huber(extra.td_error, self._huber_loss_parameter)
-        return loss, extra.td_error, q_tm1
+        return self.td_loss(extra.td_error), extra.td_error, q_tm1
 
     def row_priorities(self, td_error: tf.Tensor) -> tf.Tensor:
         """The new priority of each (transition, agent) row from `network_loss`'s TD errors: |TD|.

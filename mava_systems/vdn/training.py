@@ -3,7 +3,6 @@
 from typing import Any, Tuple
 
 from acme import types as acme_types
-from acme.tf import losses
 import tensorflow as tf
 
 from mava_systems.madqn.training import (JointLoss, MADQNTrainer, agent_q_values, chosen_q_values,
@@ -32,7 +31,7 @@ class VDNTrainer(MADQNTrainer):
     def __init__(self, *args: Any, team_reward: str = "mean", **kwargs: Any):
         self._team_reward = {"mean": tf.reduce_mean, "sum": tf.reduce_sum}[team_reward]
         super().__init__(*args, **kwargs)
-        if MIXER not in self._modules:
+        if MIXER not in self.modules:
             raise ValueError(f"{type(self).__name__} needs a trainer module named {MIXER!r}")
 
     def global_states(self, transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor]:
@@ -47,7 +46,7 @@ class VDNTrainer(MADQNTrainer):
 
     def _concatenated(self, observations: Any) -> tf.Tensor:
         columns = []
-        for key in self._agents_by_network:
+        for key in self.networks.agents_by_network:
             observation = tf.cast(observations[key].observation, tf.float32)
             columns.append(tf.reshape(observation, [tf.shape(observation)[0], -1]))
         return tf.concat(columns, axis=1)
@@ -55,12 +54,13 @@ class VDNTrainer(MADQNTrainer):
     def joint_loss(self, transitions: acme_types.Transition, weights: tf.Tensor) -> JointLoss:
         """The team loss described in the class docstring; priorities are |TD error| per item."""
         q_taken, next_q, present, rewards, discounts = [], [], [], [], []
-        for key in self._agents_by_network:
-            online = self._networks.q_networks[key]
+        networks = self.networks
+        for key in networks.agents_by_network:
+            online = networks.q_networks[key]
             observation = transitions.observation[key]
             q_taken.append(chosen_q_values(agent_q_values(online, observation.observation),
                                            transitions.action[key]))
-            next_q.append(double_q_values(online, self._networks.target_q_networks[key],
+            next_q.append(double_q_values(online, networks.target_q_networks[key],
                                           transitions.next_observation[key]))
             # An agent that has left (or ended) by the item's start takes no action in it.
             present.append(1.0 - tf.cast(observation.terminal, tf.float32))
@@ -69,7 +69,7 @@ class VDNTrainer(MADQNTrainer):
         q_taken, next_q, present, rewards, discounts = (
             tf.concat(values, axis=1) for values in (q_taken, next_q, present, rewards, discounts))
         states, next_states = self.global_states(transitions)
-        mixer = self._modules[MIXER]
+        mixer = self.modules[MIXER]
         target_mixer = mixer.target if mixer.target is not None else mixer.online
 
         q_total = mixer.online(q_taken * present, states)
@@ -77,11 +77,7 @@ class VDNTrainer(MADQNTrainer):
         next_q_total = target_mixer(next_q * next_alive, next_states)
         team_discount = tf.reduce_max(discounts, axis=1)
         target = tf.stop_gradient(self._team_reward(rewards, axis=1)
-                                  + self._discount * team_discount * next_q_total)
+                                  + self.discount * team_discount * next_q_total)
         td_error = target - q_total
-        if self._huber_loss_parameter is not None:
-            per_item = losses.huber(td_error, self._huber_loss_parameter)
-        else:
-            per_item = 0.5 * tf.square(td_error)
-        loss = tf.reduce_mean(per_item * weights)
+        loss = tf.reduce_mean(self.td_loss(td_error) * weights)
         return JointLoss(loss, tf.abs(td_error), {"q_value": tf.reduce_mean(q_total)})
