@@ -34,7 +34,8 @@ def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
                 in_process: bool = False) -> argparse.ArgumentParser:
     """The arguments every benchmark takes: --repeats, --seconds, --out, and --warmup
     unless `warmup` is None (benchmarks with no timing loop of their own); benchmarks
-    that run the library `in_process` also take --tf_threads."""
+    that run the library `in_process` also take --tf_threads, and those of them with a
+    timing loop --clock."""
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
     parser.add_argument("--repeats", type=int, default=repeats,
                         help=f"runs per figure; the median is reported (default {repeats})")
@@ -48,6 +49,11 @@ def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
         parser.add_argument("--tf_threads", type=int, default=1,
                             help="TensorFlow threads per op pool, as the examples' --tf_threads "
                                  "(default 1; 0: one per core)")
+    if in_process and warmup is not None:  # Benchmarks with a timing loop of their own.
+        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                            help="wall: rates per second of wall time (default); cpu: per second "
+                                 "of this process's CPU time, all threads (steadier than wall "
+                                 "time on a machine busy with other work)")
     parser.add_argument("--out", default=os.path.join(RESULTS_DIR, f"{name}.json"),
                         help="where the JSON results go (default benchmarks/results/%(prog)s.json)"
                         .replace("%(prog)s", name))
@@ -66,30 +72,36 @@ def check_args(args: argparse.Namespace) -> argparse.Namespace:
 # --------------------------------------------------------------------------- timing
 
 
-def measure_rate(step: Callable[[], int], seconds: float, warmup_s: float = 0.0) -> float:
-    """Units per second of `step()`, which does some units of work and returns how many.
+# The clocks rates can be measured against (`--clock`).
+CLOCKS: Dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def measure_rate(step: Callable[[], int], seconds: float, warmup_s: float = 0.0,
+                 clock: Callable[[], float] = time.perf_counter) -> float:
+    """Units per second of `clock` of `step()`, which does some units of work and returns how many.
 
     `step` runs for `warmup_s` seconds (at least once) uncounted, then for at
     least `seconds` counted; the clock is read between calls only, so one call
     should take much less than `seconds`.
     """
-    deadline = time.perf_counter() + warmup_s
+    deadline = clock() + warmup_s
     step()
-    while time.perf_counter() < deadline:
+    while clock() < deadline:
         step()
     units = 0
-    start = time.perf_counter()
+    start = clock()
     end = start + seconds
     while True:
         units += step()
-        now = time.perf_counter()
+        now = clock()
         if now >= end:
             return units / (now - start)
 
 
 def measure_interleaved(variants: Mapping[str, Callable[[], int]], repeats: int, seconds: float,
-                        warmup_s: float) -> Dict[str, List[float]]:
-    """Rates of every variant, `repeats` times, in turns (a, b, c, a, b, c, ...).
+                        warmup_s: float, clock: str = "wall") -> Dict[str, List[float]]:
+    """Rates of every variant, `repeats` times, in turns (a, b, c, a, b, c, ...), per second of
+    the `clock` named (see `CLOCKS`).
 
     Taking turns spreads slow phases of a shared machine over all variants,
     which keeps their ratios fair.
@@ -97,7 +109,7 @@ def measure_interleaved(variants: Mapping[str, Callable[[], int]], repeats: int,
     rates: Dict[str, List[float]] = {name: [] for name in variants}
     for repeat in range(repeats):
         for name, step in variants.items():
-            rate = measure_rate(step, seconds, warmup_s)
+            rate = measure_rate(step, seconds, warmup_s, CLOCKS[clock])
             rates[name].append(rate)
             progress(f"repeat {repeat + 1}/{repeats}  {name}: {rate:,.1f}/s")
     return rates
@@ -204,6 +216,7 @@ def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]
     """
     result = dict(figures)
     result["meta"] = {**meta, "repeats": args.repeats, "seconds": args.seconds,
+                      **({"clock": args.clock} if hasattr(args, "clock") else {}),
                       **({"warmup": args.warmup} if hasattr(args, "warmup") else {}),
                       **({"tf_threads": args.tf_threads} if hasattr(args, "tf_threads") else {}),
                       **machine_info()}

@@ -169,7 +169,8 @@ def main() -> None:
     common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                     f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
     try:
-        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup)
+        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup,
+                                             args.clock)
         replay_items = client.server_info()[next(iter(client.server_info()))].current_size
     finally:
         variants.clear()

@@ -144,7 +144,8 @@ def main() -> None:
 
         common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                         f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
-        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup)
+        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup,
+                                             args.clock)
         variants.clear()
     finally:
         state.clear()
