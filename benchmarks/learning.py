@@ -2,7 +2,8 @@
 
     .venv/bin/python -m benchmarks.learning [--repeats 3 --env_steps 50000 --system qmix]
 
-Runs examples/mpe/run_<system>.py (default run_madqn.py) with --max_executor_steps=<env_steps> (once per
+Runs examples/mpe/run_<system>.py (default run_madqn.py) with
+--max_executor_steps=<env_steps> (once per
 repeat, with seeds --seed, --seed+1, ...) and reads the greedy evaluator's log:
 each evaluation round is the mean return (summed over the 3 agents) of 4
 greedy episodes of 25 steps, logged against the executor steps counted so far.
@@ -245,7 +246,8 @@ def main() -> None:
           f"{args.final_rounds} rounds within {args.env_steps:,} steps)")
     figures["target_met"] = met
     common.emit(args, figures, {
-        "benchmark": "learning", "system": args.system, "env": common.ENV_NAME, "launch_type": args.launch_type,
+        "benchmark": "learning", "system": args.system, "env": common.ENV_NAME,
+        "launch_type": args.launch_type,
         "example_flags": args.flag, "requested_env_steps": args.env_steps,
         "final_rounds": args.final_rounds, "target": args.target,
         "csv": common.display_path(stem + ".csv"), "png": common.display_path(stem + ".png")})

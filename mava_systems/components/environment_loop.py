@@ -49,7 +49,8 @@ class EnvironmentLoop:
         self._with_extras = bool(getattr(executor, "observes_extras", False))
 
     def _extras(self) -> tuple:
-        """The environment's extras as extra arguments of the executor's observe calls, if it wants them."""
+        """The environment's extras as further arguments of the executor's observe calls (if it
+        wants them)."""
         return (self._environment.get_extras(),) if self._with_extras else ()
 
     def run_episode(self) -> Dict[str, Any]:
