@@ -3,8 +3,8 @@
     .venv/bin/python -m benchmarks.learning [--repeats 3 --env_steps 50000 --system qmix]
 
 Runs examples/mpe/run_<system>.py (default run_madqn.py) with
---max_executor_steps=<env_steps> (once per
-repeat, with seeds --seed, --seed+1, ...) and reads the greedy evaluator's log:
+--max_executor_steps=<env_steps> (once per repeat, with seeds --seed,
+--seed+1, ...) and reads the greedy evaluator's log:
 each evaluation round is the mean return (summed over the 3 agents) of 4
 greedy episodes of 25 steps, logged against the executor steps counted so far.
 Writes the curves to benchmarks/results/learning.csv and learning.png (beside
