@@ -34,7 +34,8 @@ def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
                 in_process: bool = False) -> argparse.ArgumentParser:
     """The arguments every benchmark takes: --repeats, --seconds, --out, and --warmup
     unless `warmup` is None (benchmarks with no timing loop of their own); benchmarks
-    that run the library `in_process` also take --tf_threads."""
+    that run the library `in_process` also take --tf_threads, and those of them with a
+    timing loop --clock."""
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
     parser.add_argument("--repeats", type=int, default=repeats,
                         help=f"runs per figure; the median is reported (default {repeats})")
@@ -48,6 +49,11 @@ def make_parser(name: str, description: str, seconds: float, repeats: int = 3,
         parser.add_argument("--tf_threads", type=int, default=1,
                             help="TensorFlow threads per op pool, as the examples' --tf_threads "
                                  "(default 1; 0: one per core)")
+    if in_process and warmup is not None:  # Benchmarks with a timing loop of their own.
+        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                            help="wall: rates per second of wall time (default); cpu: per second "
+                                 "of this process's CPU time, all threads (steadier than wall "
+                                 "time on a machine busy with other work)")
     parser.add_argument("--out", default=os.path.join(RESULTS_DIR, f"{name}.json"),
                         help="where the JSON results go (default benchmarks/results/%(prog)s.json)"
                         .replace("%(prog)s", name))
@@ -66,30 +72,36 @@ def check_args(args: argparse.Namespace) -> argparse.Namespace:
 # --------------------------------------------------------------------------- timing
 
 
-def measure_rate(step: Callable[[], int], seconds: float, warmup_s: float = 0.0) -> float:
-    """Units per second of `step()`, which does some units of work and returns how many.
+# The clocks rates can be measured against (`--clock`).
+CLOCKS: Dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def measure_rate(step: Callable[[], int], seconds: float, warmup_s: float = 0.0,
+                 clock: Callable[[], float] = time.perf_counter) -> float:
+    """Units per second of `clock` of `step()`, which does some units of work and returns how many.
 
     `step` runs for `warmup_s` seconds (at least once) uncounted, then for at
     least `seconds` counted; the clock is read between calls only, so one call
     should take much less than `seconds`.
     """
-    deadline = time.perf_counter() + warmup_s
+    deadline = clock() + warmup_s
     step()
-    while time.perf_counter() < deadline:
+    while clock() < deadline:
         step()
     units = 0
-    start = time.perf_counter()
+    start = clock()
     end = start + seconds
     while True:
         units += step()
-        now = time.perf_counter()
+        now = clock()
         if now >= end:
             return units / (now - start)
 
 
 def measure_interleaved(variants: Mapping[str, Callable[[], int]], repeats: int, seconds: float,
-                        warmup_s: float) -> Dict[str, List[float]]:
-    """Rates of every variant, `repeats` times, in turns (a, b, c, a, b, c, ...).
+                        warmup_s: float, clock: str = "wall") -> Dict[str, List[float]]:
+    """Rates of every variant, `repeats` times, in turns (a, b, c, a, b, c, ...), per second of
+    the `clock` named (see `CLOCKS`).
 
     Taking turns spreads slow phases of a shared machine over all variants,
     which keeps their ratios fair.
@@ -97,7 +109,7 @@ def measure_interleaved(variants: Mapping[str, Callable[[], int]], repeats: int,
     rates: Dict[str, List[float]] = {name: [] for name in variants}
     for repeat in range(repeats):
         for name, step in variants.items():
-            rate = measure_rate(step, seconds, warmup_s)
+            rate = measure_rate(step, seconds, warmup_s, CLOCKS[clock])
             rates[name].append(rate)
             progress(f"repeat {repeat + 1}/{repeats}  {name}: {rate:,.1f}/s")
     return rates
@@ -204,6 +216,7 @@ def emit(args: argparse.Namespace, figures: Dict[str, Any], meta: Dict[str, Any]
     """
     result = dict(figures)
     result["meta"] = {**meta, "repeats": args.repeats, "seconds": args.seconds,
+                      **({"clock": args.clock} if hasattr(args, "clock") else {}),
                       **({"warmup": args.warmup} if hasattr(args, "warmup") else {}),
                       **({"tf_threads": args.tf_threads} if hasattr(args, "tf_threads") else {}),
                       **machine_info()}
@@ -234,8 +247,9 @@ def prepare_in_process(tf_threads: int) -> None:
 # --------------------------------------------------------------------------- the example as a subprocess
 
 
-def local_madqn(label: str, **config_kwargs: Any) -> Any:
-    """A MADQN system on ENV_NAME (no rate limit) with its own in-process Reverb server.
+def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) -> Any:
+    """A MADQN system (or one of another registered name, e.g. "vdn" or "qmix") on ENV_NAME,
+    with no rate limit and its own in-process Reverb server.
 
     Returns (system, server, client); the system's run_dir is a fresh temporary directory.
     """
@@ -243,27 +257,44 @@ def local_madqn(label: str, **config_kwargs: Any) -> Any:
 
     import reverb  # pylint: disable=import-outside-toplevel
 
-    from mava_systems import madqn  # pylint: disable=import-outside-toplevel
+    from mava_systems import registry  # pylint: disable=import-outside-toplevel
     import wrappers  # pylint: disable=import-outside-toplevel
 
+    system_class = registry.system_class(system_name)
     # No rate limit: the benchmarks drive inserts and samples themselves.
-    config = madqn.MADQNConfig(samples_per_insert=None, **config_kwargs)
-    system = madqn.MADQN(wrappers.make_environment_factory(ENV_NAME), config=config,
-                         run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-"))
+    config = system_class.config_class(samples_per_insert=None, **config_kwargs)
+    system = system_class(wrappers.make_environment_factory(ENV_NAME), config=config,
+                          run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-{system_name}-"))
     server = reverb.Server(system.replay())
     return system, server, reverb.Client(f"localhost:{server.port}")
 
 
+def mpe_example(system_name: str) -> str:
+    """The path of examples/mpe/run_<system_name>.py.
+
+    Raises:
+      SystemExit: naming the systems that have one, if `system_name` has none.
+    """
+    path = os.path.join(os.path.dirname(EXAMPLE), f"run_{system_name}.py")
+    if not os.path.exists(path):
+        available = sorted(name[len("run_"):-len(".py")]
+                           for name in os.listdir(os.path.dirname(EXAMPLE))
+                           if name.startswith("run_") and name.endswith(".py"))
+        raise SystemExit(f"no MPE example for system {system_name!r}; systems with one: "
+                         f"{', '.join(available)}")
+    return path
+
+
 def example_command(run_dir: str, launch_type: str, max_executor_steps: int,
-                    flags: Sequence[str] = ()) -> List[str]:
-    """The command running examples/mpe/run_madqn.py on simple_spread_v3.
+                    flags: Sequence[str] = (), system_name: str = "madqn") -> List[str]:
+    """The command running examples/mpe/run_<system_name>.py on simple_spread_v3.
 
     With `--verbose`: the benchmarks read the libraries' messages (the coordinator's stop,
     Launchpad's termination) from the program's own output.
     """
-    return [sys.executable, EXAMPLE, f"--env={ENV_NAME}", f"--lp_launch_type={launch_type}",
-            f"--max_executor_steps={max_executor_steps}", f"--run_dir={run_dir}", "--verbose",
-            *flags]
+    return [sys.executable, mpe_example(system_name), f"--env={ENV_NAME}",
+            f"--lp_launch_type={launch_type}", f"--max_executor_steps={max_executor_steps}",
+            f"--run_dir={run_dir}", "--verbose", *flags]
 
 
 def start_example(command: Sequence[str], output_path: str) -> subprocess.Popen:

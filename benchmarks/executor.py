@@ -11,8 +11,10 @@ Every variant plays whole episodes (reset included) in one thread:
   executor            EnvironmentLoop + MADQNExecutor (policy network, epsilon-greedy), no replay
   executor_replay     the same with the Reverb n-step adder writing to a live replay server
   executor_replay_logging  (diagnostic) the same plus the executor node's logger (CSV, TensorBoard)
+  executor_replay_<system>  (d) with the executor and adder of VDN and QMIX (`--systems`), each
+                   writing to its own replay server (QMIX's items also carry the global state)
 
-Each is reported as a ratio of bare_env.
+Each is reported as a ratio of bare_env; the systems' rows also as a ratio of (d), MADQN's.
 """
 
 import gc
@@ -34,6 +36,7 @@ VARIANTS = {
     "executor_replay": "(d) executor + Reverb adder",
     "executor_replay_logging": "    (d) + node logger (CSV, TensorBoard)",
 }
+SYSTEM_VARIANT = "executor_replay_{}"
 DIAGNOSTIC = ("loop_random", "executor_replay_logging")
 
 
@@ -100,6 +103,9 @@ def main() -> None:
                              "executor's default)")
     parser.add_argument("--no_diagnostics", action="store_true",
                         help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
+    parser.add_argument("--systems", default="vdn,qmix",
+                        help="registered systems whose executor with replay is timed beside "
+                             "MADQN's (comma-separated; empty: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -115,8 +121,11 @@ def main() -> None:
     system, server, client = common.local_madqn("executor", seed=args.seed)
     factory, run_dir, config, builder = (system.environment_factory, system.run_dir,
                                          system.config, system.builder)
+    other_systems = {name: common.local_madqn("executor", name, seed=args.seed)
+                     for name in filter(None, args.systems.split(","))}
 
-    def make_executor_loop(with_replay: bool, with_logging: bool = False) -> Callable[[], int]:
+    def make_executor_loop(with_replay: bool, with_logging: bool = False,
+                           builder: Any = builder, client: Any = client) -> Callable[[], int]:
         executor = builder.make_executor(
             builder.make_networks(), ConstantEpsilon(args.epsilon),
             adder=builder.make_adder(client) if with_replay else None, seed=args.seed)
@@ -138,6 +147,9 @@ def main() -> None:
         "executor_replay": make_executor_loop(with_replay=True),
         "executor_replay_logging": make_executor_loop(with_replay=True, with_logging=True),
     }
+    for name, (other, _, other_client) in other_systems.items():
+        variants[SYSTEM_VARIANT.format(name)] = make_executor_loop(
+            with_replay=True, builder=other.builder, client=other_client)
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -145,17 +157,23 @@ def main() -> None:
     common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                     f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
     try:
-        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup)
+        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup,
+                                             args.clock)
         replay_items = client.server_info()[next(iter(client.server_info()))].current_size
     finally:
         variants.clear()
         gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
         server.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
+        for other, other_server, _ in other_systems.values():
+            other_server.stop()
+            shutil.rmtree(other.run_dir, ignore_errors=True)
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]
-    rows = [(VARIANTS[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
+    labels = {**VARIANTS, **{SYSTEM_VARIANT.format(name): f"(d) with {name.upper()}'s executor"
+                             for name in other_systems}}
+    rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
     common.print_table(
@@ -167,9 +185,18 @@ def main() -> None:
     print(f"Target: executor with replay >= {target:,.0f} steps/s: "
           f"{'met' if replay_sps and replay_sps >= target else 'NOT met'} ({common.fmt(replay_sps)})")
 
+    for name in other_systems:
+        system_ratio = common.ratio(medians[SYSTEM_VARIANT.format(name)], replay_sps)
+        print(f"Target: {name.upper()} executor with replay within 10% of MADQN's: "
+              f"{'met' if system_ratio and system_ratio >= 0.9 else 'NOT met'} "
+              f"({common.fmt(system_ratio, 3)} of MADQN's)")
+
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)
                     for name in rates if name != "bare_env"})
+    figures.update({f"{SYSTEM_VARIANT.format(name)}_ratio_to_madqn":
+                    common.ratio(medians[SYSTEM_VARIANT.format(name)], replay_sps)
+                    for name in other_systems})
     figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}
     common.emit(args, figures, {"benchmark": "executor", "env": common.ENV_NAME,
                                 "epsilon": args.epsilon, "unit": "joint environment steps/s"})

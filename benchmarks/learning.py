@@ -1,9 +1,10 @@
-"""Learning benchmark: MADQN on mpe/simple_spread_v3 for a fixed number of environment steps.
+"""Learning benchmark: MADQN (or VDN, QMIX) on mpe/simple_spread_v3 for a fixed number of steps.
 
-    .venv/bin/python -m benchmarks.learning [--repeats 3 --env_steps 50000]
+    .venv/bin/python -m benchmarks.learning [--repeats 3 --env_steps 50000 --system qmix]
 
-Runs examples/mpe/run_madqn.py with --max_executor_steps=<env_steps> (once per
-repeat, with seeds --seed, --seed+1, ...) and reads the greedy evaluator's log:
+Runs examples/mpe/run_<system>.py (default run_madqn.py) with
+--max_executor_steps=<env_steps> (once per repeat, with seeds --seed,
+--seed+1, ...) and reads the greedy evaluator's log:
 each evaluation round is the mean return (summed over the 3 agents) of 4
 greedy episodes of 25 steps, logged against the executor steps counted so far.
 Writes the curves to benchmarks/results/learning.csv and learning.png (beside
@@ -58,7 +59,7 @@ def run_once(seed: int, args: Any) -> Dict[str, Any]:
     output_path = os.path.join(run_dir, "output.log")
     command = common.example_command(
         os.path.join(run_dir, "run"), args.launch_type, args.env_steps,
-        [f"--seed={seed}", *args.flag])
+        [f"--seed={seed}", *args.flag], system_name=args.system)
     start = time.monotonic()
     process = common.start_example(command, output_path)
     tree = common.ProcessTree(process.pid)
@@ -155,6 +156,9 @@ def main() -> None:
     parser.add_argument("--env_steps", type=int, default=50_000,
                         help="executor steps per run (--max_executor_steps; default 50000)")
     parser.add_argument("--launch_type", default="local_mt", choices=["local_mt", "local_mp"])
+    parser.add_argument("--system", default="madqn",
+                        help="the registered system to train, by its examples/mpe/run_<system>.py "
+                             "(default madqn; e.g. vdn, qmix)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first run (default 0)")
     parser.add_argument("--final_rounds", type=int, default=3,
                         help="evaluation rounds averaged into final_return (default 3)")
@@ -168,6 +172,8 @@ def main() -> None:
     args = common.check_args(parser.parse_args())
     if args.env_steps < 1 or args.final_rounds < 1:
         raise SystemExit("--env_steps and --final_rounds must be at least 1")
+    common.mpe_example(args.system)  # An unknown system stops here, before any run.
+    system_label = args.system.upper()
 
     random_return = random_policy_return(args.seed)
     common.progress(f"random policy: {random_return:.1f} over {RANDOM_EPISODES} episodes")
@@ -205,7 +211,7 @@ def main() -> None:
     write_curves(stem + ".csv", runs)
     meta = common.machine_info()
     plot_curves(stem + ".png", runs, random_return, args.target,
-                f"MADQN on {common.ENV_NAME}: greedy evaluation return ({args.launch_type}"
+                f"{system_label} on {common.ENV_NAME}: greedy evaluation return ({args.launch_type}"
                 f"{' ' + ' '.join(args.flag) if args.flag else ''})\n"
                 f"{meta['date'][:10]}, commit {meta['commit']}")
 
@@ -218,7 +224,7 @@ def main() -> None:
                  common.fmt(figures["final_return"]), common.fmt(figures["best_return"]),
                  common.fmt(figures["steps_to_target"]), f"{len(good)}/{len(runs)} ok"))
     common.print_table(
-        f"Learning: MADQN on {common.ENV_NAME}, {args.env_steps:,} executor steps per run "
+        f"Learning: {system_label} on {common.ENV_NAME}, {args.env_steps:,} executor steps per run "
         f"(random policy {random_return:.1f}, target {args.target:g})",
         ["seed", "env steps", "wall s", "final return", "best return", "steps to target",
          "status"], rows)
@@ -231,7 +237,8 @@ def main() -> None:
           f"{args.final_rounds} rounds within {args.env_steps:,} steps)")
     figures["target_met"] = met
     common.emit(args, figures, {
-        "benchmark": "learning", "env": common.ENV_NAME, "launch_type": args.launch_type,
+        "benchmark": "learning", "system": args.system, "env": common.ENV_NAME,
+        "launch_type": args.launch_type,
         "example_flags": args.flag, "requested_env_steps": args.env_steps,
         "final_rounds": args.final_rounds, "target": args.target,
         "csv": common.display_path(stem + ".csv"), "png": common.display_path(stem + ".png")})

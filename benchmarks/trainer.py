@@ -12,6 +12,9 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
   trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard;
                    a row at most once a second)
   dataset          (diagnostic) batches/s the dataset pipeline alone delivers (to Python)
+  trainer_<system> `trainer.step()` of VDN and QMIX (`--systems`; one team loss through the
+                   mixer), each from its own replay filled the same way; also as a ratio of
+                   MADQN's trainer
 
 Variants take turns in short runs (9 x 3 s by default): this machine's speed
 drifts by 20% over seconds, and short turns spread that over every variant.
@@ -36,6 +39,26 @@ VARIANTS = {
     "dataset": "    dataset pipeline alone (batches/s)",
 }
 DIAGNOSTIC = ("trainer_logging", "dataset")
+SYSTEM_VARIANT = "trainer_{}"
+
+
+def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
+    """Writes at least `steps` joint steps of random play (and `min_replay_size` items) to
+    replay through the system's adder; returns the replay's size."""
+    from mava_systems.components.environment_loop import EnvironmentLoop
+    from mava_systems.components.exploration import ConstantEpsilon
+
+    builder = system.builder
+    adder = builder.make_adder(client)
+    executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0), adder=adder,
+                                     seed=seed)
+    loop = EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed), executor)
+    played = 0
+    while played < max(steps, system.config.min_replay_size):
+        played += loop.run_episode()["episode_length"]
+    del loop, executor, adder
+    gc.collect()  # Closes the writer's stream.
+    return sum(info.current_size for info in client.server_info().values())
 
 
 def counted(function: Callable[[], Any]) -> Callable[[], int]:
@@ -60,35 +83,27 @@ def main() -> None:
                         help="prioritised replay: trainer.step() also sends priority updates")
     parser.add_argument("--no_diagnostics", action="store_true",
                         help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
+    parser.add_argument("--systems", default="vdn,qmix",
+                        help="registered systems whose trainer is timed beside MADQN's "
+                             "(comma-separated; empty: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
 
-    from mava_systems.components.environment_loop import EnvironmentLoop
-    from mava_systems.components.exploration import ConstantEpsilon
-    from mava_systems.madqn.builder import REPLAY_TABLE
-
-    system, server, client = common.local_madqn(
-        "trainer", batch_size=args.batch_size, prioritized_replay=args.prioritized_replay,
+    config_kwargs = dict(
+        batch_size=args.batch_size, prioritized_replay=args.prioritized_replay,
         **({} if args.dataset_parallel_calls is None else
            {"dataset_parallel_calls": args.dataset_parallel_calls}),
         seed=args.seed)
-    factory, run_dir, config, builder = (system.environment_factory, system.run_dir,
-                                         system.config, system.builder)
+    system, server, client = common.local_madqn("trainer", **config_kwargs)
+    run_dir, config, builder = system.run_dir, system.config, system.builder
+    other_systems = {name: common.local_madqn("trainer", name, **config_kwargs)
+                     for name in filter(None, args.systems.split(","))}
     state: Dict[str, Any] = {}
     try:
         # Fill replay with a random executor.
         start = time.perf_counter()
-        adder = builder.make_adder(client)
-        executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
-                                         adder=adder, seed=args.seed)
-        loop = EnvironmentLoop(factory(evaluation=False, seed=args.seed), executor)
-        steps = 0
-        while steps < max(args.fill_steps, config.min_replay_size):
-            steps += loop.run_episode()["episode_length"]
-        del loop, executor, adder
-        gc.collect()  # Closes the writer's stream.
-        replay_items = client.server_info()[REPLAY_TABLE].current_size
+        replay_items = fill_replay(system, client, args.fill_steps, args.seed)
         common.progress(f"replay filled with {replay_items:,} items in "
                         f"{time.perf_counter() - start:.1f} s")
 
@@ -120,20 +135,37 @@ def main() -> None:
                             f"{time.perf_counter() - start:.1f} s")
             variants["trainer_logging"] = counted(logged.step)
             variants["dataset"] = counted(lambda: next(dataset))
+        for name, (other, _, other_client) in other_systems.items():
+            fill_replay(other, other_client, args.fill_steps, args.seed)
+            other_trainer = other.builder.make_trainer(
+                other.builder.make_networks(), other.builder.make_dataset_iterator(other_client),
+                replay_client=other_client, checkpoint=False)
+            state[name] = other_trainer
+            start = time.perf_counter()
+            other_trainer.step()
+            common.progress(f"first {name} trainer step (tracing) took "
+                            f"{time.perf_counter() - start:.1f} s")
+            variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step)
 
         common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                         f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
-        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup)
+        rates = common.measure_interleaved(variants, args.repeats, args.seconds, args.warmup,
+                                             args.clock)
         variants.clear()
     finally:
         state.clear()
         gc.collect()  # Frees the datasets' streams while the server is still up.
         server.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
+        for other, other_server, _ in other_systems.values():
+            other_server.stop()
+            shutil.rmtree(other.run_dir, ignore_errors=True)
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_step"]
-    rows = [(VARIANTS[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
+    labels = {**VARIANTS, **{SYSTEM_VARIANT.format(name): f"{name.upper()}'s trainer.step()"
+                             for name in other_systems}}
+    rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
     common.print_table(
@@ -146,8 +178,17 @@ def main() -> None:
           f"{'met' if met else 'NOT met'} ({common.fmt(trainer_sps)} steps/s, "
           f"{common.fmt(100 * trainer_ratio if trainer_ratio else None)}%)")
 
+    for name in other_systems:
+        system_ratio = common.ratio(medians[SYSTEM_VARIANT.format(name)], trainer_sps)
+        print(f"Target: {name.upper()} trainer >= 70% of MADQN's: "
+              f"{'met' if system_ratio and system_ratio >= 0.7 else 'NOT met'} "
+              f"({common.fmt(system_ratio, 3)} of MADQN's)")
+
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures["trainer_ratio"] = trainer_ratio
+    figures.update({f"{SYSTEM_VARIANT.format(name)}_ratio_to_madqn":
+                    common.ratio(medians[SYSTEM_VARIANT.format(name)], trainer_sps)
+                    for name in other_systems})
     if "trainer_logging" in medians:
         figures["trainer_logging_ratio"] = common.ratio(medians["trainer_logging"], bare)
     figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}

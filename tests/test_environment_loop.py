@@ -82,3 +82,30 @@ def test_loops_sharing_a_step_limit_stop_within_one_episode_each():
     assert stopped_at % episode_length == 0
     counts = central.get_counts()
     assert counts["executor_0_steps"] + counts["executor_1_steps"] == stopped_at
+
+
+class StateRecordingExecutor(RandomLegalExecutor):
+    """Asks for the environment's extras and records the global state it is given at each step."""
+
+    observes_extras = True
+
+    def __init__(self):
+        super().__init__()
+        self.states = []
+
+    def observe_first(self, timestep, extras):
+        self.states.append(extras["env_state"])
+
+    def observe(self, actions, next_timestep, extras):
+        self.states.append(extras["env_state"])
+
+
+def test_executors_that_ask_get_the_global_state_after_every_reset_and_step():
+    environment = wrappers.make_environment_factory("debug/two_step_v0")()
+    executor = StateRecordingExecutor()
+    EnvironmentLoop(environment, executor).run_episode()
+    # The first state, then 2A or 2B (agent_0's random choice), then the end (zeros).
+    assert len(executor.states) == 3
+    np.testing.assert_array_equal(executor.states[0], [1, 0, 0])
+    assert executor.states[1][0] == 0 and executor.states[1].sum() == 1
+    np.testing.assert_array_equal(executor.states[2], [0, 0, 0])

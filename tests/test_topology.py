@@ -1,5 +1,7 @@
 """The Launchpad program MADQN builds: groups, node types and who reads variables from whom.
 
+VDN and QMIX, MADQN's subclasses, must build the very same program.
+
 Launchpad's `program.add_node` returns `node.create_handle()`, a new handle object
 each time that wraps the node's own `Address` object, so a handle found in another
 node's constructor arguments (`PyClassNode._args`) is matched to its node by
@@ -14,7 +16,7 @@ from launchpad.nodes.courier.node import CourierHandle
 from launchpad.nodes.reverb.node import ReverbHandle
 import pytest
 
-from mava_systems import madqn
+from mava_systems import madqn, qmix, vdn
 from mava_systems.components.cacher import CacherNode, VariableCache
 
 CASES = [  # (num_executors, num_caches, max_executor_steps)
@@ -33,28 +35,47 @@ def node_of(handle, nodes):
     return found[0]
 
 
+SYSTEM_CLASSES = [madqn.MADQN, vdn.VDN, qmix.QMIX]
+
+
+def make_system(system_class, factory, case, run_dir):
+    """A system of `system_class` with the case's counts."""
+    return system_class(factory, num_executors=case[0], num_caches=case[1],
+                        max_executor_steps=case[2], run_dir=run_dir)
+
+
 @pytest.fixture(scope="module")
 def systems(line_world_factory, tmp_path_factory):
     """One MADQN system per case (built once: constructing one builds its networks)."""
-    return {
-        case: madqn.MADQN(
-            line_world_factory,
-            num_executors=case[0],
-            num_caches=case[1],
-            max_executor_steps=case[2],
-            run_dir=str(tmp_path_factory.mktemp("topology") / "run"),
-        )
-        for case in CASES
-    }
+    return {case: make_system(madqn.MADQN, line_world_factory, case,
+                              str(tmp_path_factory.mktemp("topology") / "run"))
+            for case in CASES}
+
+
+# MADQN's subclasses on every case whose counts differ in kind (caches, coordinator).
+SUBCLASS_CASES = [(system_class, case) for system_class in SYSTEM_CLASSES[1:]
+                  for case in (CASES[1], CASES[3])]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"e{e}-c{c}-s{s}" for e, c, s in CASES])
 def test_program_topology(systems, case):
+    check_program_topology(systems[case], case)
+
+
+@pytest.mark.parametrize("system_class,case", SUBCLASS_CASES,
+                         ids=[f"{cls.system_name}-e{e}-c{c}-s{s}"
+                              for cls, (e, c, s) in SUBCLASS_CASES])
+def test_subclass_programs_have_madqns_topology(line_world_factory, tmp_path, system_class, case):
+    check_program_topology(make_system(system_class, line_world_factory, case,
+                                       str(tmp_path / "run")), case)
+
+
+def check_program_topology(system, case):
+    """`system`'s program is the seed's MADQN program for the counts of `case`."""
     num_executors, num_caches, max_executor_steps = case
-    system = systems[case]
     program = system.build()
     assert isinstance(program, lp.Program)
-    assert program.name == "madqn"
+    assert program.name == system.system_name
     groups = program.groups
 
     # Groups, in the seed's order.

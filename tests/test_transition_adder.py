@@ -10,7 +10,7 @@ import tree
 
 from mava_systems.components.packing import ArrayPacker
 from mava_systems.components.replay import StopAwareClient
-from mava_systems.components.transition_adder import NStepTransitionAdder
+from mava_systems.components.transition_adder import NStepTransitionAdder, transition_extras_spec
 
 TABLE = "transitions"
 AGENTS = 2
@@ -115,3 +115,31 @@ def test_add_before_add_first_is_an_error(server):
         adder.add({"net": np.zeros(AGENTS, np.int32)}, timesteps[1])
     with pytest.raises(ValueError, match="n_step"):
         NStepTransitionAdder(server.localhost_client(), TABLE, 0, DISCOUNT)
+
+
+def test_environment_extras_are_stored_at_both_ends_of_each_transition():
+    extras_spec = {"env_state": specs.Array((2,), np.float32)}
+    packer = ArrayPacker(reverb_adders.NStepTransitionAdder.signature(
+        _spec(), transition_extras_spec(extras_spec)))
+    table = reverb.Table(TABLE, reverb.selectors.Fifo(), reverb.selectors.Fifo(), 100,
+                         reverb.rate_limiters.MinSize(1), max_times_sampled=1,
+                         signature=packer.signature())
+    server = reverb.Server([table])
+    try:
+        adder = NStepTransitionAdder(StopAwareClient(server.localhost_client()), TABLE, 2,
+                                     DISCOUNT, packer=packer, environment_extras=True)
+        length = 4
+        timesteps, *_ = _episode(np.random.default_rng(0), length, 0.0)
+        states = [np.full(2, step, np.float32) for step in range(length + 1)]
+        with pytest.raises(ValueError, match="extras"):
+            adder.add_first(timesteps[0])
+        adder.add_first(timesteps[0], {"env_state": states[0]})
+        for step, timestep in enumerate(timesteps[1:]):
+            adder.add({"net": np.zeros(AGENTS, np.int32)}, timestep,
+                      next_environment_extras={"env_state": states[step + 1]})
+        for start, item in enumerate(_read_all(server, length, packer)):
+            np.testing.assert_array_equal(item.extras["env_state"], states[start])
+            np.testing.assert_array_equal(item.extras["next_env_state"],
+                                          states[min(start + 2, length)])
+    finally:
+        server.stop()

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from acme import types as acme_types
+from mava_systems import qmix
 import wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,13 +94,17 @@ def test_2_log_cosh_trainer_is_used_and_grows_linearly_for_large_errors(tmp_path
     np.testing.assert_allclose(loss.numpy(), np.abs(td_error.numpy()) - np.log(2.0), rtol=1e-5)
 
 
-def test_2_log_cosh_madqn_runs_as_a_program(tmp_path):
-    run_dir = str(tmp_path / "log_cosh")
-    run([sys.executable, os.path.join(TUTORIALS, "log_cosh_madqn.py"), *FAST,
-         "--max_executor_steps=400", f"--run_dir={run_dir}"])
+def run_tutorial_program(script, run_dir, loss_key):
+    """Runs a tutorial's system for 400 steps; checks it trained with finite `loss_key` losses."""
+    run([sys.executable, os.path.join(TUTORIALS, script), *FAST, "--max_executor_steps=400",
+         f"--run_dir={run_dir}"])
     rows = read_csv(run_dir, "trainer")
     assert rows and int(rows[-1]["trainer_steps"]) > 0
-    assert all(np.isfinite(float(row["loss/agent"])) for row in rows)
+    assert all(np.isfinite(float(row[loss_key])) for row in rows)
+
+
+def test_2_log_cosh_madqn_runs_as_a_program(tmp_path):
+    run_tutorial_program("log_cosh_madqn.py", str(tmp_path / "log_cosh"), "loss/agent")
 
 
 def test_3_resume_then_evaluate_and_plot(tmp_path):
@@ -133,9 +138,35 @@ def test_4_multi_process(tmp_path):
     assert (saved["num_executors"], saved["num_caches"]) == (2, 1)
 
 
+def test_5_the_state_weighted_mixer_is_a_monotonic_weighted_sum(tmp_path):
+    tutorial = load_tutorial("state_weighted_mixer")
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    system = qmix.QMIX(factory, mixer_factory=tutorial.make_state_weighted_sum,
+                       run_dir=str(tmp_path / "run"))
+    mixer = system.builder.make_mixer()
+    assert isinstance(mixer, tutorial.StateWeightedSum)
+    states = tf.random.normal([16, 20])  # line_world's state: 2 agents x 10.
+    q_values = tf.random.normal([16, 2])
+    weights = tf.nn.softplus(mixer.weights(states)).numpy()
+    expected = (weights * q_values.numpy()).sum(axis=1) + mixer.bias(states).numpy()[:, 0]
+    np.testing.assert_allclose(mixer(q_values, states).numpy(), expected, rtol=1e-5)
+    assert np.all(weights >= 0)
+    subclassed = tutorial.StateWeightedQMIX(factory, run_dir=str(tmp_path / "run"))
+    assert isinstance(subclassed.builder.make_mixer(), tutorial.StateWeightedSum)
+
+
+def test_5_state_weighted_qmix_runs_as_a_program(tmp_path):
+    run_dir = str(tmp_path / "weighted")
+    run_tutorial_program("state_weighted_mixer.py", run_dir, "loss")  # One team loss.
+    with open(os.path.join(run_dir, "run.json")) as run_file:
+        # The state-weighted sum's variables: weights [20, 2] and [2], bias [20, 1] and [1].
+        assert sorted(json.load(run_file)["mixer_variables"]) == [[1], [2], [20, 1], [20, 2]]
+
+
 @pytest.mark.parametrize("page, source", [
     ("new_environment.md", "new_environment.py"), ("custom_loss.md", "log_cosh_madqn.py"),
-    ("resume_and_evaluate.md", "resume_and_evaluate.sh"), ("multi_process.md", "multi_process.sh")])
+    ("resume_and_evaluate.md", "resume_and_evaluate.sh"), ("multi_process.md", "multi_process.sh"),
+    ("your_own_mixer.md", "state_weighted_mixer.py")])
 def test_each_tutorial_page_includes_its_tested_code(page, source):
     with open(os.path.join(TUTORIALS, page)) as markdown:
         assert f'--8<-- "{source}"' in markdown.read()

@@ -15,7 +15,13 @@ from wrappers import MultiAgentEnvironment
 
 
 class Executor(Protocol):
-    """What the loop needs of an executor."""
+    """What the loop needs of an executor.
+
+    An executor with a true `observes_extras` attribute also gets the
+    environment's extras (`environment.get_extras()`, e.g. `{"env_state": s}`)
+    after every reset and step, as a second argument of `observe_first` and a
+    third of `observe`.
+    """
 
     def select_actions(self, observations: Dict[str, Any]) -> Dict[str, Any]: ...
     def observe_first(self, timestep: dm_env.TimeStep) -> None: ...
@@ -74,6 +80,12 @@ class EnvironmentLoop:
         self._stop_event = stop_event or program_stop_event()
         self._step_limit = step_limit
         self._steps_key = steps_key
+        self._with_extras = bool(getattr(executor, "observes_extras", False))
+
+    def _extras(self) -> tuple:
+        """The environment's extras as further arguments of the executor's observe calls (if it
+        wants them)."""
+        return (self._environment.get_extras(),) if self._with_extras else ()
 
     def run_episode(self) -> Dict[str, Any]:
         """Plays one episode and returns its statistics (also logged).
@@ -83,7 +95,7 @@ class EnvironmentLoop:
         """
         start = time.time()
         timestep = self._call_environment("reset")
-        self._executor.observe_first(timestep)
+        self._executor.observe_first(timestep, *self._extras())
         agents = list(timestep.observation)
         returns = np.zeros(len(agents), dtype=np.float64)
         # Per agent, the steps it could act in (any legal action): all of them for agents
@@ -96,7 +108,7 @@ class EnvironmentLoop:
             lengths += [np.any(timestep.observation[agent].legal_actions) for agent in agents]
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._call_environment("step", actions)
-            self._executor.observe(actions, timestep)
+            self._executor.observe(actions, timestep, *self._extras())
             self._executor.update()
             returns += [timestep.reward[agent] for agent in agents]
             steps += 1

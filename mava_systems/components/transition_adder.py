@@ -1,7 +1,7 @@
 """An n-step transition adder that writes each transition to replay in a single append."""
 
 import collections
-from typing import Any, Deque, Optional
+from typing import Any, Deque, Dict, Mapping, Optional
 
 from mava_systems.components.packing import ArrayPacker
 
@@ -25,7 +25,12 @@ class NStepTransitionAdder(base.Adder):
         D_{t:t+n} = g^{n-1} d_t ... d_{t+n-1}
 
     Every step starts exactly one transition; the last n - 1 of an episode are
-    shorter. Unlike Acme's adder, each item is written whole in one append and
+    shorter.
+
+    With `environment_extras`, each step also takes the environment's extras
+    (e.g. `{"env_state": s}`, its global state, from `get_extras()`), and each
+    item's `extras` holds them at both ends of the transition:
+    `{"env_state": s_t, "next_env_state": s_{t+n}}` (see `transition_extras_spec`). Unlike Acme's adder, each item is written whole in one append and
     items stream to the server without a round trip each: the writer waits
     only when more than `max_in_flight_items` are unconfirmed, and at the end
     of each episode. That wait is where the table's rate limiter holds
@@ -34,7 +39,7 @@ class NStepTransitionAdder(base.Adder):
 
     def __init__(self, client: Any, table: str, n_step: int, discount: float,
                  max_in_flight_items: int = 64, priority: float = 1.0,
-                 packer: Optional[ArrayPacker] = None):
+                 packer: Optional[ArrayPacker] = None, environment_extras: bool = False):
         if n_step < 1:
             raise ValueError(f"n_step must be at least 1, got {n_step}")
         self._client = client
@@ -44,29 +49,39 @@ class NStepTransitionAdder(base.Adder):
         self._max_in_flight_items = max_in_flight_items
         self._priority = priority
         self._packer = packer
+        self.stores_environment_extras = environment_extras
         self._writer: Optional[Any] = None
         # The current window: observations s_t .. s_{t+k}, and the k actions, rewards, discounts.
         self._observations: Deque[Any] = collections.deque()
         self._actions: Deque[Any] = collections.deque()
         self._rewards: Deque[Any] = collections.deque()
         self._discounts: Deque[Any] = collections.deque()
+        self._environment_extras: Deque[Any] = collections.deque()  # Beside the observations.
 
-    def add_first(self, timestep: dm_env.TimeStep) -> None:
-        """Starts an episode with its first observation."""
+    def add_first(self, timestep: dm_env.TimeStep,
+                  environment_extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Starts an episode with its first observation (and the environment's extras then)."""
         if not timestep.first():
             raise ValueError(f"add_first needs a first timestep, got step type {timestep.step_type}")
         if self._writer is None:
             self._writer = self._client.trajectory_writer(num_keep_alive_refs=1)
         self.reset()
         self._observations.append(timestep.observation)
+        self._add_environment_extras(environment_extras)
 
     def add(self, action: types.NestedArray, next_timestep: dm_env.TimeStep,
-            extras: types.NestedArray = ()) -> None:
-        """Records a step; writes the transition that starts n steps back, or the episode's rest."""
+            extras: types.NestedArray = (),
+            next_environment_extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Records a step; writes the transition that starts n steps back, or the episode's rest.
+
+        `next_environment_extras` are the environment's extras at `next_timestep`
+        (required when the adder stores them).
+        """
         if not self._observations:
             raise ValueError("add_first must be called before add")
         if extras != ():
-            raise ValueError("this adder stores no extras")
+            raise ValueError("this adder stores no per-action extras")
+        self._add_environment_extras(next_environment_extras)
         self._actions.append(action)
         self._rewards.append(next_timestep.reward)
         self._discounts.append(next_timestep.discount)
@@ -81,17 +96,30 @@ class NStepTransitionAdder(base.Adder):
 
     def reset(self) -> None:
         """Forgets the current episode's unwritten steps."""
-        for window in (self._observations, self._actions, self._rewards, self._discounts):
+        for window in self._windows():
             window.clear()
+
+    def _windows(self):
+        return (self._observations, self._actions, self._rewards, self._discounts,
+                self._environment_extras)
+
+    def _add_environment_extras(self, environment_extras: Optional[Mapping[str, Any]]) -> None:
+        if not self.stores_environment_extras:
+            return
+        if environment_extras is None:
+            raise ValueError("this adder stores the environment's extras at every step; got none")
+        self._environment_extras.append(environment_extras)
 
     def _write_oldest(self) -> None:
         """Writes the transition starting at the oldest step in the window, then drops that step."""
         steps = len(self._actions)
         n_step_return, total_discount = self._cumulative(list(self._rewards)[:steps],
                                                          list(self._discounts)[:steps])
+        extras = (transition_extras(self._environment_extras[0], self._environment_extras[steps])
+                  if self.stores_environment_extras else ())
         transition = types.Transition(
             observation=self._observations[0], action=self._actions[0], reward=n_step_return,
-            discount=total_discount, next_observation=self._observations[steps], extras=())
+            discount=total_discount, next_observation=self._observations[steps], extras=extras)
         if self._packer is not None:
             self._writer.append(self._packer.pack(transition))
             self._writer.create_item(self._table, self._priority, self._writer.history[-1])
@@ -101,8 +129,9 @@ class NStepTransitionAdder(base.Adder):
                                      tree.map_structure(lambda column: column[-1],
                                                         self._writer.history))
         self._writer.flush(self._max_in_flight_items)
-        for window in (self._observations, self._actions, self._rewards, self._discounts):
-            window.popleft()
+        for window in self._windows():
+            if window:
+                window.popleft()
 
     def _cumulative(self, rewards: list, discounts: list) -> Any:
         """R and D (see the class docstring) of consecutive rewards and discounts, leaf by leaf.
@@ -123,3 +152,13 @@ class NStepTransitionAdder(base.Adder):
             total_discounts.append(total_discount)
         return (tree.unflatten_as(rewards[0], n_step_returns),
                 tree.unflatten_as(rewards[0], total_discounts))
+
+
+def transition_extras(first: Mapping[str, Any], last: Mapping[str, Any]) -> Dict[str, Any]:
+    """An item's extras from the environment's extras at its two ends: `{k: first[k], "next_k": last[k]}`."""
+    return {**first, **{f"next_{key}": value for key, value in last.items()}}
+
+
+def transition_extras_spec(environment_extras_spec: Mapping[str, Any]) -> Dict[str, Any]:
+    """The spec of an item's extras (see `transition_extras`) for environment extras of this spec."""
+    return transition_extras(environment_extras_spec, environment_extras_spec)

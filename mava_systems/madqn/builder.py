@@ -1,7 +1,7 @@
 """Makes MADQN's parts: replay tables, dataset, adder, networks, trainer, executors."""
 
 import functools
-from typing import Any, Callable, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from acme import adders
 from acme.adders import reverb as reverb_adders
@@ -16,7 +16,8 @@ from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
 from mava_systems.components.stacking import AgentStacker
-from mava_systems.components.transition_adder import NStepTransitionAdder
+from mava_systems.components.transition_adder import (NStepTransitionAdder,
+                                                      transition_extras_spec)
 from mava_systems.components.variables import VersionedVariableClient
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule, MADQNExecutor
@@ -32,6 +33,9 @@ class MADQNBuilder:
 
     # The trainer `make_trainer` makes: a subclass changes the loss without copying the method.
     trainer_class = MADQNTrainer
+    # Whether replay items carry the environment's extras (its global state) at both ends
+    # (see `replay_environment_extras_spec`); MADQN's independent learners do not use them.
+    stores_environment_extras = False
 
     def __init__(self, config: MADQNConfig, environment_spec: MAEnvironmentSpec,
                  agent_networks: dict, network_factory: QNetworkFactory, run_dir: str):
@@ -46,11 +50,24 @@ class MADQNBuilder:
         """Online and target Q-networks (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
 
+    def replay_environment_extras_spec(self) -> Mapping[str, Any]:
+        """The environment extras replay items carry: with `stores_environment_extras`, all the
+        environment has (`{"env_state": spec}` when it has a global state), else none."""
+        return dict(self.environment_spec.extras) if self.stores_environment_extras else {}
+
+    def transition_signature(self) -> Any:
+        """The (unpacked) replay item: an n-step transition of every network's agents stacked
+        (see `AgentStacker`); its `extras` hold the environment's extras at both ends of the
+        transition (see `transition_extras_spec`) if replay stores them."""
+        extras_spec = self.replay_environment_extras_spec()
+        return reverb_adders.NStepTransitionAdder.signature(
+            self.environment_spec.stacked(self.stacker),
+            transition_extras_spec(extras_spec) if extras_spec else ())
+
     def make_transition_packer(self) -> ArrayPacker:
-        """Packs each replay item, an n-step transition of every network's agents stacked (see
-        `AgentStacker`), into one byte column: sampling is much cheaper (see packing.py)."""
-        return ArrayPacker(reverb_adders.NStepTransitionAdder.signature(
-            self.environment_spec.stacked(self.stacker)))
+        """Packs each replay item (see `transition_signature`) into one byte column: sampling
+        is much cheaper (see packing.py)."""
+        return ArrayPacker(self.transition_signature())
 
     def make_rate_limiter(self) -> reverb.rate_limiters.RateLimiter:
         """Sampling starts at `min_replay_size` items, then keeps to `samples_per_insert`.
@@ -92,7 +109,8 @@ class MADQNBuilder:
         """Writes every executor step into replay as n-step transitions."""
         return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
                                     n_step=self.config.n_step, discount=self.config.discount,
-                                    packer=self.make_transition_packer())
+                                    packer=self.make_transition_packer(),
+                                    environment_extras=bool(self.replay_environment_extras_spec()))
 
     def make_variable_client(self, variable_source: Any,
                              networks: MADQNNetworks) -> variable_utils.VariableClient:
@@ -116,6 +134,11 @@ class MADQNBuilder:
             before_save=(ReplayCheckpointRequest(replay_client, program_stop_event())
                          if replay_client is not None else None))
 
+    def trainer_options(self) -> Dict[str, Any]:
+        """Arguments of `trainer_class` beyond MADQN's: a subclass's own, e.g. its trainer
+        `modules` (`{name: TrainerModule}`, such as a mixer). None here."""
+        return {}
+
     def make_trainer(self, networks: MADQNNetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MADQNTrainer:
@@ -136,7 +159,8 @@ class MADQNBuilder:
             replay_table=REPLAY_TABLE,
             counter=counter,
             logger=logger,
-            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
+            **self.trainer_options())
 
     def make_executor(self, networks: MADQNNetworks, exploration_schedule: ExplorationSchedule,
                       adder: Optional[adders.Adder] = None,

@@ -1,6 +1,6 @@
 """MADQN executors: epsilon-greedy over legal actions, one batched forward pass per network."""
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from acme.adders import base as adders_base
 from acme.tf import variable_utils
@@ -116,15 +116,33 @@ class MADQNExecutor:
         actions = self._policy(stacked, np.float32(self.epsilon))
         return self._stacker.unstack({key: value.numpy() for key, value in actions.items()})
 
-    def observe_first(self, timestep: dm_env.TimeStep) -> None:
-        """Starts an episode in replay."""
-        if self._adder is not None:
+    @property
+    def observes_extras(self) -> bool:
+        """Whether `observe_first` and `observe` want the environment's extras (e.g. its global
+        state): when replay stores them (see `NStepTransitionAdder`)."""
+        return bool(getattr(self._adder, "stores_environment_extras", False))
+
+    def observe_first(self, timestep: dm_env.TimeStep,
+                      extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Starts an episode in replay (with the environment's `extras` then, if it stores them)."""
+        if self._adder is None:
+            return
+        if self.observes_extras:
+            self._adder.add_first(self._stack_timestep(timestep), extras)
+        else:
             self._adder.add_first(self._stack_timestep(timestep))
 
-    def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep) -> None:
-        """Records a step in replay and advances the exploration schedule."""
+    def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep,
+                extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Records a step in replay (with the environment's `extras` after it, if it stores them)
+        and advances the exploration schedule."""
         self.num_steps += 1
-        if self._adder is not None:
+        if self._adder is None:
+            return
+        if self.observes_extras:
+            self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep),
+                            next_environment_extras=extras)
+        else:
             self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep))
 
     def abandon_episode(self) -> None:

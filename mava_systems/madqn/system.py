@@ -82,14 +82,19 @@ class MADQN(DistributedSystem):
         environment.close()
         network_factory = network_factory or functools.partial(
             make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
-        self.builder = self.builder_class(
-            self.config, self.environment_spec,
+        self.builder = self.make_builder(
             network_keys(self.environment_spec.agents, self.config.shared_weights),
-            network_factory, self.run_dir)
+            network_factory)
         networks = self.builder.make_networks()  # Fails here, not in a node, on a bad network.
         self._network_variables = {
             key: [list(variable.shape) for variable in network.variables]
             for key, network in networks.q_networks.items()}
+
+    def make_builder(self, agent_networks: Dict[str, str],
+                     network_factory: QNetworkFactory) -> MADQNBuilder:
+        """The builder of every node's parts (once `config` and `environment_spec` are set)."""
+        return self.builder_class(self.config, self.environment_spec, agent_networks,
+                                  network_factory, self.run_dir)
 
     def description(self) -> Dict[str, Any]:
         """The base description (see `DistributedSystem`), with every executor's exploration schedule."""

@@ -1,6 +1,13 @@
-"""The MADQN trainer: double Q-learning with n-step targets, per network, from replay."""
+"""The MADQN trainer: double Q-learning with n-step targets, per network, from replay.
 
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+It also has the hook for one loss over every network plus modules of the
+trainer's own (`MADQNTrainer.joint_loss`), and public helpers such a loss can
+call: `agent_q_values`, `chosen_q_values`, `double_q_values`.
+"""
+
+import dataclasses
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from acme import types as acme_types
 from acme.tf import losses
@@ -14,12 +21,62 @@ import trfl
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
+from wrappers import OLT
 
 
-def _merge_agents(stacked: tf.Tensor) -> tf.Tensor:
-    """[B, A, ...] -> [B * A, ...]."""
+def merge_agents(stacked: tf.Tensor) -> tf.Tensor:
+    """[B, A, ...] -> [B * A, ...] (batch-major)."""
     shape = tf.shape(stacked)
     return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
+
+
+def split_agents(merged: tf.Tensor, num_agents: int) -> tf.Tensor:
+    """[B * A, ...] -> [B, A, ...]: undoes `merge_agents`."""
+    shape = tf.shape(merged)
+    return tf.reshape(merged, tf.concat([[-1, num_agents], shape[1:]], axis=0))
+
+
+def agent_q_values(network: snt.Module, observation: tf.Tensor) -> tf.Tensor:
+    """Q-values of every stacked agent: observations [B, A, ...] -> [B, A, num_actions]."""
+    num_agents = observation.shape[1]
+    return split_agents(network(observation_to_input(merge_agents(observation))), num_agents)
+
+
+def chosen_q_values(q_values: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+    """Q(o, a) of each row's action: q_values [..., num_actions], actions [...] -> [...]."""
+    return tf.gather(q_values, tf.cast(actions, tf.int32), batch_dims=len(actions.shape))
+
+
+def double_q_values(online: snt.Module, target: snt.Module, next_observation: OLT) -> tf.Tensor:
+    """The double-Q bootstrap value of every stacked agent: [B, A].
+
+    Each agent's `target`-network Q at the legal action its `online` network
+    ranks highest (a row with no legal action allows all, see `mask_illegal`).
+    """
+    selector = mask_illegal(agent_q_values(online, next_observation.observation),
+                            next_observation.legal_actions)
+    best = tf.argmax(selector, axis=-1, output_type=tf.int32)
+    return chosen_q_values(agent_q_values(target, next_observation.observation), best)
+
+
+@dataclasses.dataclass
+class TrainerModule:
+    """A trainable module of the trainer's own (e.g. a mixer), with its target copy (None: none).
+
+    The trainer trains it with the networks through `joint_loss`, copies it to
+    its target with the target networks, and checkpoints both.
+    """
+
+    online: snt.Module
+    target: Optional[snt.Module] = None
+
+
+class JointLoss(NamedTuple):
+    """What `MADQNTrainer.joint_loss` returns for a batch of B items."""
+
+    loss: tf.Tensor  # Scalar: the one loss the step minimises.
+    priorities: tf.Tensor  # [B]: each item's new priority (e.g. |TD error|).
+    fetches: Dict[str, tf.Tensor]  # Further scalars to log.
 
 
 class MADQNTrainer(TrainerLoop):
@@ -30,6 +87,12 @@ class MADQNTrainer(TrainerLoop):
     networks are copied from the online ones every `target_update_period` steps.
     With `unpack`, samples hold packed items (see `ArrayPacker`), unpacked
     before they reach the step.
+
+    A subclass that overrides `joint_loss` trains instead with ONE loss over
+    every network and the `modules` of its own (e.g. a mixer): differentiated
+    once per step, gradients clipped together, applied by one optimizer step.
+    `modules` and their targets follow the networks' target updates and are
+    checkpointed with them (`module/<name>`, `target_module/<name>`).
     """
 
     def __init__(
@@ -48,8 +111,11 @@ class MADQNTrainer(TrainerLoop):
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        modules: Optional[Mapping[str, TrainerModule]] = None,
     ):
         self._networks = networks
+        self._modules = dict(modules or {})
+        self._joint = type(self).joint_loss is not MADQNTrainer.joint_loss
         self._agents_by_network = networks.agents_by_network
         self._discount = tf.constant(discount, tf.float32)
         self._max_gradient_norm = max_gradient_norm
@@ -58,7 +124,14 @@ class MADQNTrainer(TrainerLoop):
         self._huber_loss_parameter = huber_loss_parameter
         self._replay_client = replay_client
         self._replay_table = replay_table
-        self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.q_networks}
+        if self._joint:
+            self._optimizers = {"joint": snt.optimizers.Adam(learning_rate)}
+        else:
+            if self._modules:
+                raise ValueError("trainer modules are trained by a joint_loss; "
+                                 f"{type(self).__name__} does not override joint_loss")
+            self._optimizers = {key: snt.optimizers.Adam(learning_rate)
+                                for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         super().__init__(dataset, counter, logger, make_checkpointing, unpack)  # Restores `state`.
 
@@ -69,8 +142,46 @@ class MADQNTrainer(TrainerLoop):
         for key in self._networks.q_networks:
             state[f"q_network/{key}"] = self._networks.q_networks[key]
             state[f"target_q_network/{key}"] = self._networks.target_q_networks[key]
-            state[f"optimizer/{key}"] = self._optimizers[key]
+        for key, optimizer in self._optimizers.items():
+            state[f"optimizer/{key}"] = optimizer
+        for name, module in self._modules.items():
+            state[f"module/{name}"] = module.online
+            if module.target is not None:
+                state[f"target_module/{name}"] = module.target
         return state
+
+    @property
+    def networks(self) -> MADQNNetworks:
+        """The online and target Q-networks this trainer trains, and which agent uses which."""
+        return self._networks
+
+    @property
+    def modules(self) -> Dict[str, TrainerModule]:
+        """The trainer's own trainable modules (e.g. `{"mixer": ...}`), by name."""
+        return self._modules
+
+    @property
+    def discount(self) -> tf.Tensor:
+        """The discount per environment step (items' discounts already hold the n-step part)."""
+        return self._discount
+
+    def td_loss(self, td_error: tf.Tensor) -> tf.Tensor:
+        """The loss of each TD error: Huber with `huber_loss_parameter`, else x**2 / 2."""
+        if self._huber_loss_parameter is not None:
+            return losses.huber(td_error, self._huber_loss_parameter)
+        return 0.5 * tf.square(td_error)
+
+    def joint_loss(self, transitions: acme_types.Transition, weights: tf.Tensor) -> JointLoss:
+        """Override for ONE loss over every network and module (e.g. a team loss through a mixer).
+
+        `transitions` is the unpacked batch (each network's agents stacked,
+        [B, A, ...]); `weights` [B] are the items' importance weights (ones
+        without prioritised replay). `networks`, `modules`, `discount` and
+        `td_loss` give what the loss needs; `agent_q_values`,
+        `chosen_q_values` and `double_q_values` compute per-agent values.
+        Not overridden: each network is trained on its own `network_loss`.
+        """
+        raise NotImplementedError
 
     def network_loss(self, key: str, transitions: acme_types.Transition
                      ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -81,22 +192,20 @@ class MADQNTrainer(TrainerLoop):
         ([B, A, ...]); they are trained as one batch of B * A rows, batch-major.
         """
         observation, next_observation = transitions.observation[key], transitions.next_observation[key]
-        o_tm1 = observation_to_input(_merge_agents(observation.observation))
-        o_t = observation_to_input(_merge_agents(next_observation.observation))
-        legal_t = _merge_agents(next_observation.legal_actions)
-        a_tm1 = tf.cast(_merge_agents(transitions.action[key]), tf.int32)
-        r_t = tf.cast(_merge_agents(transitions.reward[key]), tf.float32)
-        d_t = tf.cast(_merge_agents(transitions.discount[key]), tf.float32)
+        o_tm1 = observation_to_input(merge_agents(observation.observation))
+        o_t = observation_to_input(merge_agents(next_observation.observation))
+        legal_t = merge_agents(next_observation.legal_actions)
+        a_tm1 = tf.cast(merge_agents(transitions.action[key]), tf.int32)
+        r_t = tf.cast(merge_agents(transitions.reward[key]), tf.float32)
+        d_t = tf.cast(merge_agents(transitions.discount[key]), tf.float32)
 
         network = self._networks.q_networks[key]
         q_tm1 = network(o_tm1)
         q_t_value = self._networks.target_q_networks[key](o_t)
         q_t_selector = mask_illegal(network(o_t), legal_t)
-        loss, extra = trfl.double_qlearning(
+        _, extra = trfl.double_qlearning(
             q_tm1, a_tm1, r_t, self._discount * d_t, q_t_value, q_t_selector)
-        if self._huber_loss_parameter is not None:
-            loss = losses.huber(extra.td_error, self._huber_loss_parameter)
-        return loss, extra.td_error, q_tm1
+        return self.td_loss(extra.td_error), extra.td_error, q_tm1
 
     def row_priorities(self, td_error: tf.Tensor) -> tf.Tensor:
         """The new priority of each (transition, agent) row from `network_loss`'s TD errors: |TD|.
@@ -105,17 +214,29 @@ class MADQNTrainer(TrainerLoop):
         """
         return tf.abs(td_error)
 
+    def importance_weights(self, sample: reverb.ReplaySample) -> tf.Tensor:
+        """[B] weights correcting prioritised sampling (max 1), or ones without it."""
+        if self._importance_sampling_exponent is None:
+            return tf.ones([tf.shape(sample.info.probability)[0]], tf.float32)
+        weights = tf.pow(1.0 / tf.cast(sample.info.probability, tf.float32),
+                         self._importance_sampling_exponent)
+        return weights / tf.reduce_max(weights)
+
     @tf.function
     def _step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
-        transitions: acme_types.Transition = sample.data
-        batch_size = tf.shape(sample.info.probability)[0]
-        if self._importance_sampling_exponent is not None:
-            weights = tf.pow(1.0 / tf.cast(sample.info.probability, tf.float32),
-                             self._importance_sampling_exponent)
-            weights /= tf.reduce_max(weights)
+        weights = self.importance_weights(sample)
+        if self._joint:
+            fetches = self._joint_step(sample.data, weights)
         else:
-            weights = tf.ones([batch_size], tf.float32)
+            fetches = self._per_network_step(sample.data, weights)
+        self._num_steps.assign_add(1)
+        if tf.math.mod(self._num_steps, self._target_update_period) == 0:
+            self._update_targets()
+        return fetches
 
+    def _per_network_step(self, transitions: acme_types.Transition, weights: tf.Tensor
+                          ) -> Dict[str, tf.Tensor]:
+        batch_size = tf.shape(weights)[0]
         fetches = {}
         abs_td = []
         for key, agents in self._agents_by_network.items():
@@ -124,26 +245,45 @@ class MADQNTrainer(TrainerLoop):
                 loss, td_error, q_tm1 = self.network_loss(key, transitions)
                 per_transition = tf.reshape(loss, [batch_size, len(agents)])
                 loss = tf.reduce_mean(per_transition * weights[:, None])
-            variables = network.trainable_variables
-            gradients = tape.gradient(loss, variables)
-            gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
-            self._optimizers[key].apply(gradients, variables)
+            gradient_norm = self._apply(tape, loss, network.trainable_variables, key)
             abs_td.append(tf.reshape(self.row_priorities(td_error), [batch_size, len(agents)]))
             fetches[f"loss/{key}"] = loss
             fetches[f"q_value/{key}"] = tf.reduce_mean(q_tm1)
             fetches[f"gradient_norm/{key}"] = gradient_norm
-
-        self._num_steps.assign_add(1)
-        if tf.math.mod(self._num_steps, self._target_update_period) == 0:
-            for key in self._networks.q_networks:
-                for target, source in zip(self._networks.target_q_networks[key].variables,
-                                          self._networks.q_networks[key].variables):
-                    target.assign(source)
         fetches["priorities"] = tf.reduce_mean(tf.concat(abs_td, axis=1), axis=1)
         return fetches
 
+    def _joint_step(self, transitions: acme_types.Transition, weights: tf.Tensor
+                    ) -> Dict[str, tf.Tensor]:
+        variables = [variable for network in self._networks.q_networks.values()
+                     for variable in network.trainable_variables]
+        variables += [variable for module in self._modules.values()
+                      for variable in module.online.trainable_variables]
+        with tf.GradientTape() as tape:
+            loss, priorities, extra_fetches = self.joint_loss(transitions, weights)
+        gradient_norm = self._apply(tape, loss, variables, "joint")
+        return {"loss": loss, "gradient_norm": gradient_norm, **extra_fetches,
+                "priorities": priorities}
+
+    def _apply(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence[tf.Variable],
+               optimizer: str) -> tf.Tensor:
+        """One clipped optimizer step on `loss`'s gradients; returns their norm before clipping."""
+        gradients = tape.gradient(loss, variables)
+        gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
+        self._optimizers[optimizer].apply(gradients, variables)
+        return gradient_norm
+
+    def _update_targets(self) -> None:
+        pairs = [(self._networks.target_q_networks[key], self._networks.q_networks[key])
+                 for key in self._networks.q_networks]
+        pairs += [(module.target, module.online) for module in self._modules.values()
+                  if module.target is not None]
+        for target, source in pairs:
+            for target_variable, source_variable in zip(target.variables, source.variables):
+                target_variable.assign(source_variable)
+
     def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
-        """One gradient step per network on `sample` (compiled)."""
+        """One gradient step per network on `sample` (one in all with `joint_loss`), compiled."""
         return self._step(sample)
 
     def after_train_step(self, sample: reverb.ReplaySample, fetches: Dict[str, tf.Tensor]) -> None:

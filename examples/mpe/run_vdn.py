@@ -1,0 +1,21 @@
+"""Trains VDN on a PettingZoo MPE environment (default: simple_spread_v3, 3 cooperative agents).
+
+    python examples/mpe/run_vdn.py --lp_launch_type=local_mt --max_executor_steps=20000
+    python examples/mpe/run_vdn.py --lp_launch_type=local_mp --num_executors=2
+
+Every VDNConfig field is a flag too (e.g. --team_reward=sum); `--env` takes
+any registered cooperative environment (e.g. debug/two_step_v0).
+"""
+
+from absl import app
+
+from mava_systems import launch, vdn
+
+# MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why).
+MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}
+
+main = launch.example_main(vdn.VDN, vdn.VDNConfig, default_env="mpe/simple_spread_v3",
+                           config_defaults=MPE_DEFAULTS)
+
+if __name__ == "__main__":
+    app.run(main)
