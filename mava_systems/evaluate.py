@@ -82,7 +82,7 @@ def restore_networks(system: Any) -> Any:
 
 
 def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
-    """Greedy returns of the latest checkpoint over `episodes` episodes, with a 95% interval."""
+    """Greedy returns of the latest checkpoint over `episodes` episodes (each, and their mean with a 95% interval)."""
     if episodes < 2:
         raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
     system = load_system(run_dir)
@@ -96,12 +96,14 @@ def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
                        / np.sqrt(episodes))
     return {"checkpoint": checkpoint, "episodes": episodes, "seed": seed, "mean_return": mean,
             "ci95_low": mean - half_width, "ci95_high": mean + half_width,
-            "std_return": float(returns.std(ddof=1))}
+            "std_return": float(returns.std(ddof=1)), "returns": returns.tolist()}
 
 
-flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
-flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
-flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
+def define_flags() -> None:
+    """Defines the command line's flags (only when run as a program: importers keep theirs)."""
+    flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
+    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
+    flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
 
 
 def main(argv: Sequence[str]) -> None:
@@ -116,4 +118,5 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
