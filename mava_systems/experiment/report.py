@@ -10,7 +10,7 @@ any step point) is 1. Every interval is a 95% stratified-bootstrap interval.
 import dataclasses
 import json
 import os
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -145,12 +145,12 @@ def markdown(report: Report, grid: grid_lib.Grid) -> str:
     return "\n".join(lines)
 
 
-def _figure(width: float, height: float, columns: int = 1) -> Tuple[Any, Any]:
+def _figure(width: float, height: float) -> Tuple[Any, Any]:
     # A Figure without pyplot: no global backend or figure registry is touched.
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
 
     figure = Figure(figsize=(width, height), dpi=100)
-    return figure, figure.subplots(1, columns, squeeze=False)[0]
+    return figure, figure.subplots()
 
 
 def _save(figure: Any, path: str) -> str:
@@ -161,13 +161,28 @@ def _save(figure: Any, path: str) -> str:
 
 def plot_aggregate(report: Report, path: str) -> str:
     """The aggregate IQM of each entry with its interval, as horizontal bars."""
-    figure, (axes,) = _figure(6, 1 + 0.6 * len(report.labels))
+    figure, axes = _figure(6, 1 + 0.6 * len(report.labels))
     for index, label in enumerate(report.labels):
         point, low, high = report.aggregate[label]
         axes.barh(index, high - low, left=low, height=0.6, color=f"C{index % 10}", alpha=0.6)
         axes.plot([point, point], [index - 0.3, index + 0.3], color="black")
     axes.set_yticks(range(len(report.labels)), report.labels)
+    axes.invert_yaxis()  # The first entry on top.
     axes.set_xlabel("IQM of normalised final scores (95% CI)")
+    return _save(figure, path)
+
+
+def _plot_bands(x: np.ndarray, bands: Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]],
+                xlabel: str, ylabel: str, path: str, marker: Optional[str] = None) -> str:
+    """One line per label with its shaded (low, high) band, saved as a PNG."""
+    figure, axes = _figure(7, 4.5)
+    for index, (label, (middle, low, high)) in enumerate(bands.items()):
+        axes.plot(x, middle, color=f"C{index % 10}", marker=marker, label=label)
+        axes.fill_between(x, low, high, color=f"C{index % 10}", alpha=0.2)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.legend(loc="best")
+    axes.grid(True, alpha=0.3)
     return _save(figure, path)
 
 
@@ -176,32 +191,18 @@ def plot_performance_profile(report: Report, normalised_scores: Dict[str, np.nda
     """The fraction of runs scoring above each normalised threshold, per entry, with bands."""
     values = np.concatenate([scores.ravel() for scores in normalised_scores.values()])
     thresholds = np.linspace(min(0.0, values.min()), max(1.0, values.max()), PROFILE_THRESHOLDS)
-    figure, (axes,) = _figure(7, 4.5)
-    for index, label in enumerate(report.labels):
-        fractions, lows, highs = statistics.performance_profile(normalised_scores[label],
-                                                                thresholds, reps=reps)
-        axes.plot(thresholds, fractions, color=f"C{index % 10}", label=label)
-        axes.fill_between(thresholds, lows, highs, color=f"C{index % 10}", alpha=0.2)
-    axes.set_xlabel("normalised score τ")
-    axes.set_ylabel("fraction of runs with score > τ")
-    axes.legend(loc="best")
-    axes.grid(True, alpha=0.3)
-    return _save(figure, path)
+    bands = {label: statistics.performance_profile(normalised_scores[label], thresholds,
+                                                   reps=reps) for label in report.labels}
+    return _plot_bands(thresholds, bands, "normalised score τ",
+                       "fraction of runs with score > τ (95% CI)", path)
 
 
 def plot_sample_efficiency(report: Report, path: str) -> str:
     """IQM of normalised returns over seeds and tasks against executor steps, with bands."""
-    figure, (axes,) = _figure(7, 4.5)
-    steps = np.asarray(report.step_points)
-    for index, label in enumerate(report.labels):
-        iqm, low, high = np.asarray(report.sample_efficiency[label]).T
-        axes.plot(steps, iqm, color=f"C{index % 10}", marker="o", label=label)
-        axes.fill_between(steps, low, high, color=f"C{index % 10}", alpha=0.2)
-    axes.set_xlabel("executor steps")
-    axes.set_ylabel("IQM of normalised return (95% CI)")
-    axes.legend(loc="best")
-    axes.grid(True, alpha=0.3)
-    return _save(figure, path)
+    bands = {label: tuple(np.asarray(report.sample_efficiency[label]).T)
+             for label in report.labels}
+    return _plot_bands(np.asarray(report.step_points), bands, "executor steps",
+                       "IQM of normalised return (95% CI)", path, marker="o")
 
 
 def write_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_POINTS,
