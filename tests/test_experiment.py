@@ -106,6 +106,11 @@ def test_an_out_holding_another_grid_is_refused_untouched_unless_start_fresh(tmp
     grid_lib.prepare_out(first, out)
     saved = open(os.path.join(out, grid_lib.SETTINGS_FILE)).read()
     assert grid_lib.prepare_out(first, out) is None  # The same grid: accepted.
+    with pytest.raises(SystemExit) as exit_info:  # The command refuses it before any run.
+        cli.main(["--systems=madqn", f"--envs={ENV}", "--seeds=3", "--max_executor_steps=100",
+                  f"--out={out}"])
+    assert exit_info.value.code == 2
+    assert sorted(os.listdir(out)) == [grid_lib.SETTINGS_FILE]
     other = grid_lib.Grid(entries, [ENV], 3, 100)
     with pytest.raises(ValueError, match=r"other settings \(seeds: saved 2, now 3\)"):
         grid_lib.prepare_out(other, out)
@@ -185,6 +190,7 @@ def tiny_grid(tmp_path_factory):
                                                time.monotonic() - started)}
 
 
+@pytest.mark.slow  # The grid's runs take a minute or more.
 def test_an_interrupted_grid_resumes_its_runs_and_skips_finished_ones(tiny_grid):
     code, output = tiny_grid["first"]
     assert code == cli.INTERRUPTED_EXIT_CODE, output
@@ -208,6 +214,7 @@ def test_an_interrupted_grid_resumes_its_runs_and_skips_finished_ones(tiny_grid)
     assert "Grid: runs done 4/4" in tiny_grid["second"]
 
 
+@pytest.mark.slow  # The grid's runs take a minute or more.
 def test_a_rerun_with_nothing_left_launches_nothing(tiny_grid):
     code, output, _ = tiny_grid["third"]
     assert code == 0, output
@@ -215,6 +222,7 @@ def test_a_rerun_with_nothing_left_launches_nothing(tiny_grid):
     assert "Grid:" not in output  # No run was launched, so no progress either.
 
 
+@pytest.mark.slow  # The grid's runs take a minute or more.
 def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
     out = tiny_grid["out"]
     report_dir = str(tmp_path / "report")
@@ -248,3 +256,15 @@ def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
     assert set(runs) == {"madqn", "fast"} and set(runs["fast"]) == {"seed_0", "seed_1"}
     assert len(runs["fast"]["seed_0"]["absolute_metrics"]["return"]) == 40
     assert runs["fast"]["seed_0"]["step_4"]["step_count"] == STEPS
+
+
+def test_a_report_on_unfinished_runs_says_which_run_to_finish(tmp_path, capsys):
+    out = str(tmp_path / "grid")
+    grid_lib.prepare_out(grid_lib.Grid(grid_lib.parse_entries("madqn"), [ENV], 1, 100), out)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["report", out])
+    assert exit_info.value.code == 2
+    assert "run madqn debug/line_world_v0 seed 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["report", str(tmp_path / "nothing")])
+    assert "holds no experiment" in capsys.readouterr().err
