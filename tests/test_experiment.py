@@ -1,5 +1,6 @@
 """Experiment grids: bad input, the marl-eval layout, and a tiny grid run, interrupted, resumed and reported."""
 
+import io
 import json
 import os
 import signal
@@ -268,3 +269,15 @@ def test_a_report_on_unfinished_runs_says_which_run_to_finish(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["report", str(tmp_path / "nothing")])
     assert "holds no experiment" in capsys.readouterr().err
+
+
+def test_the_progress_line_counts_runs_done_and_the_running_runs_steps(tmp_path):
+    runs = grid_lib.Grid(grid_lib.parse_entries("madqn"), [ENV], 4, 300).runs(str(tmp_path))
+    log_dir = os.path.join(runs[2].run_dir, "logs", "executor_0")
+    os.makedirs(log_dir)
+    with open(os.path.join(log_dir, "logs.csv"), "w") as log_file:
+        log_file.write("executor_steps,executor_episodes\n120,12\n")
+    progress = scheduling.GridProgress(runs, 300, io.StringIO(), 1.0, is_tty=False)
+    line = progress.line(1, runs[2:], failed=1)
+    assert line.startswith(f"runs done 1/4 (1 failed) | running: madqn {ENV} seed 2 120/300, "
+                           f"madqn {ENV} seed 3 0/300 | elapsed 0:00:00 | remaining ")

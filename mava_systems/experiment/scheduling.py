@@ -77,11 +77,11 @@ class GridProgress:
         self._last_report = -float("inf")
         self._rate = CountRate(window_s=120.0)
 
-    def line(self, done: int, running: Sequence[grid_lib.Run]) -> str:
-        """The current line, from the running runs' logs."""
+    def line(self, done: int, running: Sequence[grid_lib.Run], failed: int = 0) -> str:
+        """The current line, from the running runs' logs (`failed` runs count as ended)."""
         now = time.monotonic()
         current = []
-        steps_done = done * self._max_steps
+        steps_done = (done + failed) * self._max_steps
         for run in running:
             snapshot = read_snapshot(run.run_dir)
             steps = min(snapshot.executor_steps if snapshot else 0, self._max_steps)
@@ -90,19 +90,20 @@ class GridProgress:
         rate = self._rate.observe(now, steps_done)
         left = self._total * self._max_steps - steps_done
         remaining = (format_duration(left / rate) if rate else "n/a") if left > 0 else "0:00:00"
-        parts = [f"runs done {done}/{self._total}"]
+        parts = [f"runs done {done}/{self._total}" + (f" ({failed} failed)" if failed else "")]
         if current:
             parts.append("running: " + ", ".join(current))
         parts += [f"elapsed {format_duration(now - self._start)}", f"remaining {remaining}"]
         return " | ".join(parts)
 
-    def report(self, done: int, running: Sequence[grid_lib.Run], force: bool = False) -> None:
+    def report(self, done: int, running: Sequence[grid_lib.Run], failed: int = 0,
+               force: bool = False) -> None:
         """Writes the line if `interval_s` has passed since the last one (or `force`)."""
         now = time.monotonic()
         if self._interval_s <= 0 or (not force and now - self._last_report < self._interval_s):
             return
         self._last_report = now
-        line = self.line(done, running)
+        line = self.line(done, running, failed)
         self._stream.write(CLEAR_LINE + line if self._is_tty else f"Grid: {line}\n")
         self._stream.flush()
 
@@ -175,9 +176,11 @@ def run_grid(grid: grid_lib.Grid, out: str, parallel: int = 1, launch_type: str 
                                           f"see {log_path(out, run)})")
                     progress.end_line()
                     print(f"Run failed: {outcome.failed[-1]}", file=stream, flush=True)
-            progress.report(outcome.already_finished + outcome.finished, list(processes.values()))
+            progress.report(outcome.already_finished + outcome.finished, list(processes.values()),
+                            len(outcome.failed))
             time.sleep(POLL_S)
-        progress.report(outcome.already_finished + outcome.finished, [], force=True)
+        progress.report(outcome.already_finished + outcome.finished, [], len(outcome.failed),
+                        force=True)
         progress.end_line()
     except Interrupted:
         progress.end_line()
