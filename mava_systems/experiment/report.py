@@ -46,6 +46,7 @@ class Report:
     # label -> (IQM, low, high) of normalised returns at each step point.
     sample_efficiency: Dict[str, List[Interval]]
     rounds: Dict[str, int]  # label -> fewest evaluator rounds of its runs.
+    final_episodes: int  # Fewest episodes of a run's final evaluation (0: none could be played).
 
 
 def normalised(matrix: np.ndarray, environments: List[str], random_scores: Dict[str, float],
@@ -96,7 +97,8 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
                          if result.run.entry.label == label) for label in labels}
     report = Report(labels, environments, grid.seeds, grid.max_executor_steps, random_scores,
                     best_scores, per_task, aggregate, improvement,
-                    [int(step) for step in run_results[0].steps], sample_efficiency, rounds)
+                    [int(step) for step in run_results[0].steps], sample_efficiency, rounds,
+                    min(len(result.final_returns) for result in run_results))
     return report, run_results, normalised_scores
 
 
@@ -116,9 +118,11 @@ def markdown(report: Report, grid: grid_lib.Grid) -> str:
         f"Entries: {entries}. Environments: {', '.join(report.environments)}. "
         f"Seeds: {report.seeds}. Budget: {report.max_executor_steps:,} executor steps per run.",
         "",
-        "Final score of a run: mean greedy return of its last checkpoint over 10 evaluator "
-        "rounds' episodes. Intervals: 95% stratified bootstrap. IQM: interquartile mean over "
-        "seeds (and tasks).", "",
+        f"Final score of a run: the mean greedy return of its last checkpoint over "
+        f"{report.final_episodes} episodes (10 evaluator rounds' worth)"
+        + ("" if report.final_episodes else "; the last evaluator round's where none could "
+           "be played") + ". Intervals: 95% stratified bootstrap. IQM: interquartile mean over "
+        "seeds (and tasks); with fewer than 4 scores nothing is trimmed (their mean).", "",
         "## Final score per task (IQM of raw returns over seeds)", "",
         "| Entry | " + " | ".join(report.environments) + " |",
         "|---|" + "---|" * len(report.environments)]
