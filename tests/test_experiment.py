@@ -15,7 +15,7 @@ from mava_systems import registry
 from mava_systems.experiment import __main__ as cli
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import report as report_lib
-from mava_systems.experiment import results, scheduling, systems
+from mava_systems.experiment import results, run_one, scheduling, systems
 from mava_systems.progress import read_snapshot
 
 ENV = "debug/line_world_v0"
@@ -281,3 +281,24 @@ def test_the_progress_line_counts_runs_done_and_the_running_runs_steps(tmp_path)
     line = progress.line(1, runs[2:], failed=1)
     assert line.startswith(f"runs done 1/4 (1 failed) | running: madqn {ENV} seed 2 120/300, "
                            f"madqn {ENV} seed 3 0/300 | elapsed 0:00:00 | remaining ")
+
+
+def test_each_run_command_names_its_systems_step_limit_seed_and_overrides(tmp_path):
+    entries = grid_lib.parse_entries("madqn,dqn")
+    grid = grid_lib.Grid(entries, ["gymnasium/CartPole-v1"], 2, 500,
+                         grid_lib.parse_overrides(["dqn.learning_rate=3e-4"], entries))
+    dqn_seed_1 = grid.runs(str(tmp_path))[3]
+    command = scheduling.run_command(grid, dqn_seed_1, "local_mt")
+    assert command[1:3] == ["-m", "mava_systems.experiment.run_one"]
+    assert {"--system=dqn", "--env=gymnasium/CartPole-v1", "--max_actor_steps=500", "--seed=1",
+            "--learning_rate=3e-4", f"--run_dir={dqn_seed_1.run_dir}"} <= set(command)
+    assert dqn_seed_1.run_dir == os.path.join(str(tmp_path), "runs", "gymnasium", "CartPole-v1",
+                                              "dqn", "seed_1")
+    assert "--max_executor_steps=500" in scheduling.run_command(grid, grid.runs(str(tmp_path))[0],
+                                                                "local_mt")
+
+
+def test_a_failed_final_evaluation_is_recorded_not_raised(tmp_path):
+    result = run_one.final_evaluation(str(tmp_path), episodes=2, seed=0)
+    assert result["returns"] == [] and result["episodes"] == 0
+    assert result["unavailable"].startswith("ValueError: ") and "run.json" in result["unavailable"]

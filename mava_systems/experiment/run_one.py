@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from mava_systems import evaluate, launch, registry
 from mava_systems.components.run_directory import read_status
@@ -45,11 +45,18 @@ def read_final_evaluation(run_dir: str) -> Optional[Dict[str, Any]]:
 
 
 def final_evaluation(run_dir: str, episodes: int, seed: int) -> Dict[str, Any]:
-    """The greedy evaluation of a run's latest checkpoint, or why the system cannot be evaluated so."""
+    """The greedy evaluation of a run's latest checkpoint, or why the system cannot be evaluated so.
+
+    `mava_systems.evaluate` rebuilds Q-network systems only; for others (or any
+    failure) the reason is recorded and reports use the last evaluator round.
+    """
     try:
         return evaluate.evaluate(run_dir, episodes, seed)
-    except (ValueError, AttributeError) as error:  # AttributeError: networks with no Q-networks.
-        return {"episodes": 0, "returns": [], "unavailable": str(error)}
+    except Exception as error:  # pylint: disable=broad-except
+        # The run itself has finished: a failed final evaluation must not make it
+        # count as unfinished (it would be relaunched on every command).
+        logging.exception("No final evaluation of %s", run_dir)
+        return {"episodes": 0, "returns": [], "unavailable": f"{type(error).__name__}: {error}"}
 
 
 def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
