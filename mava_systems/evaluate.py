@@ -88,7 +88,7 @@ def restore_networks(system: Any) -> Any:
 
 
 def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
-    """Greedy returns of the latest checkpoint over `episodes` episodes, with a 95% interval."""
+    """Greedy returns of the latest checkpoint over `episodes` episodes (each, and their mean with a 95% interval)."""
     if episodes < 2:
         raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
     system = load_system(run_dir)
@@ -102,7 +102,7 @@ def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
                        / np.sqrt(episodes))
     return {"checkpoint": checkpoint, "episodes": episodes, "seed": seed, "mean_return": mean,
             "ci95_low": mean - half_width, "ci95_high": mean + half_width,
-            "std_return": float(returns.std(ddof=1))}
+            "std_return": float(returns.std(ddof=1)), "returns": returns.tolist()}
 
 
 def define_flags() -> None:

@@ -1,0 +1,123 @@
+"""The experiment command line: run a grid, or report on one.
+
+    python -m mava_systems.experiment --systems=madqn,madqn_lr3=madqn \\
+        --envs=debug/line_world_v0 --seeds=3 --max_executor_steps=20000 --out=experiments/line \\
+        --set madqn_lr3.learning_rate=3e-3
+    python -m mava_systems.experiment report experiments/line --out=experiments/line/report
+
+See docs/experiments.md.
+"""
+
+import argparse
+import sys
+from typing import List, Optional, Sequence
+
+from mava_systems.experiment import grid as grid_lib
+from mava_systems.experiment import report as report_lib
+from mava_systems.experiment import results as results_lib
+from mava_systems.experiment import scheduling, statistics
+
+INTERRUPTED_EXIT_CODE = 130
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mava_systems.experiment",
+        description="Runs every (system, environment, seed) of a grid as a resumable run "
+                    "directory under --out. Rerunning it skips finished runs and resumes the "
+                    "others. `python -m mava_systems.experiment report DIR` reports on a grid.")
+    parser.add_argument("--systems", required=True,
+                        help="comma-separated registered systems, each optionally labelled "
+                             "(label=system) to compare configurations of one system")
+    parser.add_argument("--envs", required=True,
+                        help="comma-separated environments, e.g. mpe/simple_spread_v3")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per (system, environment)")
+    parser.add_argument("--max_executor_steps", type=int, required=True,
+                        help="executor (or actor) steps of each run")
+    parser.add_argument("--out", required=True, help="the experiment's directory")
+    parser.add_argument("--parallel", type=int, default=1, help="runs at a time")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="LABEL.FIELD=VALUE",
+                        help="a config field of one entry, e.g. madqn.learning_rate=3e-4 "
+                             "(repeatable)")
+    parser.add_argument("--start_fresh", action="store_true",
+                        help="move an existing --out aside (to <out>.old-<n>) and start anew")
+    parser.add_argument("--launch_type", default="local_mt", choices=["local_mt", "local_mp"],
+                        help="Launchpad launch type of each run")
+    parser.add_argument("--progress_interval_s", type=float, default=None,
+                        help="seconds between progress lines (default 1 on a terminal, "
+                             "30 otherwise; 0: none)")
+    return parser
+
+
+def _report_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mava_systems.experiment report",
+        description="Robust statistics, figures, a Markdown summary and marl-eval JSON of a "
+                    "finished grid.")
+    parser.add_argument("experiment", metavar="DIR", help="the experiment's --out directory")
+    parser.add_argument("--out", default=None, help="report directory (default DIR/report)")
+    parser.add_argument("--points", type=int, default=results_lib.DEFAULT_POINTS,
+                        help="evenly spaced step points of the curves and marl-eval steps")
+    parser.add_argument("--reps", type=int, default=statistics.DEFAULT_REPS,
+                        help="bootstrap resamples per interval")
+    return parser
+
+
+def run_main(argv: Sequence[str]) -> int:
+    """Checks the grid, then runs its unfinished runs."""
+    parser = _run_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.parallel < 1:
+            raise ValueError(f"--parallel must be >= 1, got {args.parallel}")
+        entries = grid_lib.parse_entries(args.systems)
+        grid = grid_lib.Grid(entries, grid_lib.parse_environments(args.envs), args.seeds,
+                             args.max_executor_steps,
+                             grid_lib.parse_overrides(args.overrides, entries))
+        moved_to = grid_lib.prepare_out(grid, args.out, args.start_fresh)
+    except ValueError as error:
+        parser.exit(2, f"error: {error}\n")
+    if moved_to:
+        print(f"Moved the previous experiment in {args.out} to {moved_to}", flush=True)
+    try:
+        outcome = scheduling.run_grid(grid, args.out, args.parallel, args.launch_type,
+                                      args.progress_interval_s)
+    except scheduling.Interrupted as signal_name:
+        print(f"Stopped by {signal_name}; run the same command again to resume.", flush=True)
+        return INTERRUPTED_EXIT_CODE
+    if outcome.failed:
+        print(f"{len(outcome.failed)} run(s) failed:\n  " + "\n  ".join(outcome.failed),
+              flush=True)
+        return 1
+    print(f"All {len(grid.runs(args.out))} runs finished. Report: python -m "
+          f"mava_systems.experiment report {args.out}", flush=True)
+    return 0
+
+
+def report_main(argv: Sequence[str]) -> int:
+    """Writes the report of a finished grid."""
+    parser = _report_parser()
+    args = parser.parse_args(argv)
+    if args.points < 1 or args.reps < 1:
+        parser.exit(2, "error: --points and --reps must be >= 1\n")
+    report_dir = args.out or f"{args.experiment.rstrip('/')}/report"
+    try:
+        files = report_lib.write_report(args.experiment, report_dir, args.points, args.reps)
+    except ValueError as error:
+        parser.exit(2, f"error: {error}\n")
+    for kind, path in files.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Dispatches to `report` or to running a grid."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:
+        return report_main(argv[1:])
+    return run_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""An experiment grid: which systems (entries), environments and seeds, and where each run lives.
+
+An entry is a registered system under a label, with its own config overrides:
+`--systems=madqn,madqn_lr3=madqn --set madqn_lr3.learning_rate=3e-3` makes two
+entries of MADQN that differ in their learning rate. Every (entry, environment,
+seed) is one ordinary run directory, `<out>/runs/<family>/<task>/<label>/seed_<k>`.
+The grid's settings are saved as `<out>/experiment.json`: a later command on
+the same `--out` must ask for the same grid (or move it aside with `--start_fresh`).
+"""
+
+import dataclasses
+import json
+import os
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from mava_systems import registry
+from mava_systems.components.run_directory import move_aside
+import wrappers
+
+SETTINGS_FILE = "experiment.json"
+RUNS_DIR = "runs"
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Set by the grid for each run, so not settable with --set.
+GRID_FIELDS = ("seed",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One compared configuration: a label (its name in reports) and the registered system it runs."""
+
+    label: str
+    system: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One (entry, environment, seed) of a grid and its run directory."""
+
+    entry: Entry
+    environment: str
+    seed: int
+    run_dir: str
+
+    @property
+    def name(self) -> str:
+        """`<label> <environment> seed <k>`, as progress lines show it."""
+        return f"{self.entry.label} {self.environment} seed {self.seed}"
+
+
+def split_environment(name: str) -> Tuple[str, str]:
+    """`("mpe", "simple_spread_v3")` for "mpe/simple_spread_v3": marl-eval's environment and task."""
+    family, _, task = name.partition("/")
+    return family, task
+
+
+def parse_entries(text: str) -> List[Entry]:
+    """Entries from `--systems`: comma-separated `system` or `label=system` items.
+
+    Raises:
+      ValueError: on an unknown system (listing the available ones), a bad or repeated label.
+    """
+    entries = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        label, _, system = item.rpartition("=")
+        label = label or system
+        registry.system_class(system)  # ValueError listing the available systems.
+        if not _LABEL.match(label):
+            raise ValueError(f"bad label {label!r} in --systems: use letters, digits, '_', "
+                             "'-' and '.'")
+        if label in {entry.label for entry in entries}:
+            raise ValueError(f"label {label!r} appears twice in --systems; give one of them "
+                             "another label (label=system)")
+        entries.append(Entry(label, system))
+    if not entries:
+        raise ValueError("--systems names no system; available: "
+                         f"{', '.join(registry.system_names())}")
+    return entries
+
+
+def parse_environments(text: str) -> List[str]:
+    """Environment names from `--envs` (comma-separated), each checked to exist.
+
+    Raises:
+      ValueError: naming an unknown environment and the available ones, or a repeated one.
+    """
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ValueError("--envs names no environment")
+    for name in names:
+        wrappers.make_environment_factory(name)  # ValueError listing the available names.
+    if len(set(names)) != len(names):
+        raise ValueError(f"--envs repeats an environment: {names}")
+    return names
+
+
+def _convert(field: dataclasses.Field, text: str) -> Any:
+    default = field.default
+    if isinstance(default, bool):
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text.lower() in ("true", "1")
+    if isinstance(default, tuple):
+        return tuple(int(item) for item in text.split(",") if item.strip())
+    if text.lower() == "none":
+        return None
+    if isinstance(default, int):
+        return int(text)
+    if isinstance(default, float) or default is None:
+        return float(text)
+    return text
+
+
+def parse_overrides(settings: Sequence[str], entries: Sequence[Entry]) -> Dict[str, Dict[str, str]]:
+    """`--set label.field=value` items as {label: {field: value}}, checked against the config class.
+
+    Each entry's overridden config is built once here, so an unknown field or
+    a value out of range is refused before anything starts.
+
+    Raises:
+      ValueError: naming the bad item.
+    """
+    by_label = {entry.label: entry for entry in entries}
+    overrides: Dict[str, Dict[str, str]] = {entry.label: {} for entry in entries}
+    for item in settings:
+        target, equals, value = item.partition("=")
+        label, dot, field_name = target.partition(".")
+        if not equals or not dot:
+            raise ValueError(f"--set {item!r}: expected label.field=value")
+        if label not in by_label:
+            raise ValueError(f"--set {item!r}: no entry labelled {label!r}; entries: "
+                             f"{', '.join(by_label)}")
+        if field_name in GRID_FIELDS:
+            raise ValueError(f"--set {item!r}: {field_name} is set by the grid (--seeds)")
+        overrides[label][field_name] = value
+    for label, fields in overrides.items():
+        config_class = registry.system_class(by_label[label].system).config_class
+        known = {field.name: field for field in dataclasses.fields(config_class)}
+        values = {}
+        for name, text in fields.items():
+            if name not in known:
+                raise ValueError(f"--set {label}.{name}: {config_class.__name__} has no field "
+                                 f"{name!r}; fields: {', '.join(known)}")
+            try:
+                values[name] = _convert(known[name], text)
+            except ValueError as error:
+                raise ValueError(f"--set {label}.{name}={text}: {error}") from None
+        config_class(**values)  # Range checks: ValueError naming the field.
+    return overrides
+
+
+@dataclasses.dataclass
+class Grid:
+    """Every run of an experiment and the settings that define it."""
+
+    entries: List[Entry]
+    environments: List[str]
+    seeds: int
+    max_executor_steps: int
+    overrides: Dict[str, Dict[str, str]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        for name, value in (("seeds", self.seeds), ("max_executor_steps", self.max_executor_steps)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name} must be an integer >= 1, got {value!r}")
+
+    def settings(self) -> Dict[str, Any]:
+        """What defines the grid's results: saved as experiment.json and compared on every launch."""
+        return {"systems": {entry.label: entry.system for entry in self.entries},
+                "environments": list(self.environments), "seeds": self.seeds,
+                "max_executor_steps": self.max_executor_steps,
+                "overrides": {label: dict(sorted(fields.items()))
+                              for label, fields in self.overrides.items() if fields}}
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> "Grid":
+        """The grid an experiment.json describes."""
+        entries = [Entry(label, system) for label, system in settings["systems"].items()]
+        overrides = {entry.label: dict(settings.get("overrides", {}).get(entry.label, {}))
+                     for entry in entries}
+        return cls(entries, list(settings["environments"]), settings["seeds"],
+                   settings["max_executor_steps"], overrides)
+
+    def runs(self, out: str) -> List[Run]:
+        """Every run, environment by environment, then entry, then seed."""
+        return [Run(entry, environment, seed,
+                    os.path.join(os.path.abspath(out), RUNS_DIR, *split_environment(environment),
+                                 entry.label, f"seed_{seed}"))
+                for environment in self.environments for entry in self.entries
+                for seed in range(self.seeds)]
+
+
+def read_grid(out: str) -> Grid:
+    """The grid saved in `out`.
+
+    Raises:
+      ValueError: if `out` holds no experiment.
+    """
+    path = os.path.join(out, SETTINGS_FILE)
+    try:
+        with open(path) as settings_file:
+            return Grid.from_settings(json.load(settings_file))
+    except FileNotFoundError:
+        raise ValueError(f"{out} holds no experiment ({SETTINGS_FILE} is missing)") from None
+
+
+def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str]:
+    """Saves the grid's settings in `out`, or checks them against the saved ones.
+
+    With `start_fresh`, an existing `out` is first moved aside to
+    `<out>.old-<n>` (never deleted); returns where it went (None if nothing moved).
+
+    Raises:
+      ValueError: if `out` holds a grid with other settings (nothing is changed then).
+    """
+    moved_to = move_aside(os.path.abspath(out)) if start_fresh else None
+    path = os.path.join(out, SETTINGS_FILE)
+    settings = grid.settings()
+    if os.path.exists(path):
+        with open(path) as settings_file:
+            saved = json.load(settings_file)
+        if saved != settings:
+            differences = "; ".join(f"{key}: saved {saved.get(key)!r}, now {settings.get(key)!r}"
+                                    for key in sorted(set(saved) | set(settings))
+                                    if saved.get(key) != settings.get(key))
+            raise ValueError(f"{out} holds an experiment with other settings ({differences}). "
+                             "Use another --out, or --start_fresh to move it aside; it was left "
+                             "untouched.")
+    elif os.path.isdir(out) and os.listdir(out):
+        raise ValueError(f"{out} is not empty and holds no experiment ({SETTINGS_FILE}); use "
+                         "another --out, or --start_fresh to move it aside")
+    os.makedirs(out, exist_ok=True)
+    with open(path + ".tmp", "w") as settings_file:
+        json.dump(settings, settings_file, indent=2)
+    os.replace(path + ".tmp", path)
+    return moved_to

@@ -1,0 +1,233 @@
+"""The report of a finished grid: robust statistics, figures, a Markdown summary and marl-eval's JSON.
+
+Scores: a run's final score is its final evaluation's mean return (see
+`results.RunResult.score`). Per task, entries are compared on raw scores. Over
+tasks, scores are normalised per task so that the random policy's mean return
+is 0 and the best score any run of the grid reached on that task (final, or at
+any step point) is 1. Every interval is a 95% stratified-bootstrap interval.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from mava_systems.experiment import grid as grid_lib
+from mava_systems.experiment import results as results_lib
+from mava_systems.experiment import statistics
+
+REPORT_FILE = "report.md"
+NUMBERS_FILE = "report.json"
+PROFILE_FIGURE = "performance_profile.png"
+SAMPLE_EFFICIENCY_FIGURE = "sample_efficiency.png"
+AGGREGATE_FIGURE = "aggregate_iqm.png"
+RANDOM_SCORES_FILE = "random_scores.json"
+PROFILE_THRESHOLDS = 41
+
+Interval = Tuple[float, float, float]
+
+
+@dataclasses.dataclass
+class Report:
+    """The numbers of a report (also saved as report.json)."""
+
+    labels: List[str]
+    environments: List[str]
+    seeds: int
+    max_executor_steps: int
+    random_scores: Dict[str, float]
+    best_scores: Dict[str, float]
+    per_task: Dict[str, Dict[str, Interval]]  # environment -> label -> IQM of raw scores.
+    aggregate: Dict[str, Interval]  # label -> IQM of normalised scores over tasks.
+    improvement: Dict[str, Interval]  # "x > y" -> probability of improvement.
+    step_points: List[int]
+    # label -> (IQM, low, high) of normalised returns at each step point.
+    sample_efficiency: Dict[str, List[Interval]]
+    rounds: Dict[str, int]  # label -> fewest evaluator rounds of its runs.
+    final_episodes: int  # Fewest episodes of a run's final evaluation (0: none could be played).
+
+
+def normalised(matrix: np.ndarray, environments: List[str], random_scores: Dict[str, float],
+               best_scores: Dict[str, float]) -> np.ndarray:
+    """Normalises each environment's column (or leading-axis slice) by its random and best scores."""
+    out = np.zeros_like(matrix, dtype=np.float64)
+    for index, name in enumerate(environments):
+        if best_scores[name] != random_scores[name]:  # Else no range: every score is 0.
+            out[:, index] = statistics.normalise(matrix[:, index], random_scores[name],
+                                                 best_scores[name])
+    return out
+
+
+def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
+                   reps: int = statistics.DEFAULT_REPS, random_episodes: int = 100) -> Tuple[
+                       Report, List[results_lib.RunResult], Dict[str, np.ndarray]]:
+    """Reads every run of the grid in `out` and computes the report's numbers.
+
+    Returns the report, every run's result, and per label its normalised final
+    scores as a (seeds, environments) matrix.
+    """
+    grid = grid_lib.read_grid(out)
+    run_results = results_lib.read_results(out, points)
+    environments = list(grid.environments)
+    labels = [entry.label for entry in grid.entries]
+    scores = results_lib.score_matrices(run_results, environments)
+    curves = results_lib.curve_tensors(run_results, environments)
+    random_scores = results_lib.random_policy_scores(
+        environments, random_episodes, cache=os.path.join(out, RANDOM_SCORES_FILE))
+    best_scores = {name: float(max(max(scores[label][:, index].max(),
+                                       curves[label][:, index].max()) for label in labels))
+                   for index, name in enumerate(environments)}
+    normalised_scores = {label: normalised(scores[label], environments, random_scores,
+                                           best_scores) for label in labels}
+    per_task = {name: {label: statistics.interval_estimate(scores[label][:, [index]], reps=reps)
+                       for label in labels}
+                for index, name in enumerate(environments)}
+    aggregate = {label: statistics.interval_estimate(normalised_scores[label], reps=reps)
+                 for label in labels}
+    improvement = {f"{x} > {y}": interval for (x, y), interval in
+                   statistics.pairwise_improvements(normalised_scores, reps=reps).items()}
+    sample_efficiency = {
+        label: [statistics.interval_estimate(
+            normalised(curves[label][:, :, point], environments, random_scores, best_scores),
+            reps=reps) for point in range(points)]
+        for label in labels}
+    rounds = {label: min(result.rounds for result in run_results
+                         if result.run.entry.label == label) for label in labels}
+    report = Report(labels, environments, grid.seeds, grid.max_executor_steps, random_scores,
+                    best_scores, per_task, aggregate, improvement,
+                    [int(step) for step in run_results[0].steps], sample_efficiency, rounds,
+                    min(len(result.final_returns) for result in run_results))
+    return report, run_results, normalised_scores
+
+
+def _interval_text(interval: Interval, digits: int = 3) -> str:
+    point, low, high = interval
+    return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def markdown(report: Report, grid: grid_lib.Grid) -> str:
+    """The Markdown summary: settings, per-task and aggregate IQMs, probabilities of improvement, figures."""
+    entries = ", ".join(f"`{entry.label}` = {entry.system}"
+                        + "".join(f", {field}={value}" for field, value in
+                                  grid.overrides.get(entry.label, {}).items())
+                        for entry in grid.entries)
+    lines = [
+        "# Experiment report", "",
+        f"Entries: {entries}. Environments: {', '.join(report.environments)}. "
+        f"Seeds: {report.seeds}. Budget: {report.max_executor_steps:,} executor steps per run.",
+        "",
+        f"Final score of a run: the mean greedy return of its last checkpoint over "
+        f"{report.final_episodes} episodes (10 evaluator rounds' worth)"
+        + ("" if report.final_episodes else "; the last evaluator round's where none could "
+           "be played") + ". Intervals: 95% stratified bootstrap. IQM: interquartile mean over "
+        "seeds (and tasks); with fewer than 4 scores nothing is trimmed (their mean).", "",
+        "## Final score per task (IQM of raw returns over seeds)", "",
+        "| Entry | " + " | ".join(report.environments) + " |",
+        "|---|" + "---|" * len(report.environments)]
+    for label in report.labels:
+        lines.append(f"| {label} | " + " | ".join(
+            _interval_text(report.per_task[name][label]) for name in report.environments) + " |")
+    lines += ["", "| Task | random policy | best score in the grid |", "|---|---|---|"]
+    lines += [f"| {name} | {report.random_scores[name]:.3f} | {report.best_scores[name]:.3f} |"
+              for name in report.environments]
+    lines += ["", "## Aggregate over tasks (normalised: random 0, best 1)", "",
+              "| Entry | IQM [95% CI] | evaluator rounds (fewest of its runs) |", "|---|---|---|"]
+    lines += [f"| {label} | {_interval_text(report.aggregate[label])} | {report.rounds[label]} |"
+              for label in report.labels]
+    lines += ["", "## Probability of improvement", "",
+              "P(X > Y): the chance that a run of X scores above a run of Y on the same task "
+              "(averaged over tasks).", "", "| X > Y | P [95% CI] |", "|---|---|"]
+    lines += [f"| {pair} | {_interval_text(interval, 2)} |"
+              for pair, interval in report.improvement.items()]
+    lines += ["", "## Figures", "",
+              f"![Aggregate IQM]({AGGREGATE_FIGURE})", "",
+              f"![Performance profile]({PROFILE_FIGURE})", "",
+              f"![Sample efficiency]({SAMPLE_EFFICIENCY_FIGURE})", "",
+              f"Raw data in marl-eval's layout: `{results_lib.MARL_EVAL_FILE}`.", ""]
+    return "\n".join(lines)
+
+
+def _figure(width: float, height: float) -> Tuple[Any, Any]:
+    # A Figure without pyplot: no global backend or figure registry is touched.
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+
+    figure = Figure(figsize=(width, height), dpi=100)
+    return figure, figure.subplots()
+
+
+def _save(figure: Any, path: str) -> str:
+    figure.tight_layout()
+    figure.savefig(path, format="png")
+    return path
+
+
+def plot_aggregate(report: Report, path: str) -> str:
+    """The aggregate IQM of each entry with its interval, as horizontal bars."""
+    figure, axes = _figure(6, 1 + 0.6 * len(report.labels))
+    for index, label in enumerate(report.labels):
+        point, low, high = report.aggregate[label]
+        axes.barh(index, high - low, left=low, height=0.6, color=f"C{index % 10}", alpha=0.6)
+        axes.plot([point, point], [index - 0.3, index + 0.3], color="black")
+    axes.set_yticks(range(len(report.labels)), report.labels)
+    axes.invert_yaxis()  # The first entry on top.
+    axes.set_xlabel("IQM of normalised final scores (95% CI)")
+    return _save(figure, path)
+
+
+def _plot_bands(x: np.ndarray, bands: Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]],
+                xlabel: str, ylabel: str, path: str, marker: Optional[str] = None) -> str:
+    """One line per label with its shaded (low, high) band, saved as a PNG."""
+    figure, axes = _figure(7, 4.5)
+    for index, (label, (middle, low, high)) in enumerate(bands.items()):
+        axes.plot(x, middle, color=f"C{index % 10}", marker=marker, label=label)
+        axes.fill_between(x, low, high, color=f"C{index % 10}", alpha=0.2)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.legend(loc="best")
+    axes.grid(True, alpha=0.3)
+    return _save(figure, path)
+
+
+def plot_performance_profile(report: Report, normalised_scores: Dict[str, np.ndarray],
+                             path: str, reps: int) -> str:
+    """The fraction of runs scoring above each normalised threshold, per entry, with bands."""
+    values = np.concatenate([scores.ravel() for scores in normalised_scores.values()])
+    thresholds = np.linspace(min(0.0, values.min()), max(1.0, values.max()), PROFILE_THRESHOLDS)
+    bands = {label: statistics.performance_profile(normalised_scores[label], thresholds,
+                                                   reps=reps) for label in report.labels}
+    return _plot_bands(thresholds, bands, "normalised score τ",
+                       "fraction of runs with score > τ (95% CI)", path)
+
+
+def plot_sample_efficiency(report: Report, path: str) -> str:
+    """IQM of normalised returns over seeds and tasks against executor steps, with bands."""
+    bands = {label: tuple(np.asarray(report.sample_efficiency[label]).T)
+             for label in report.labels}
+    return _plot_bands(np.asarray(report.step_points), bands, "executor steps",
+                       "IQM of normalised return (95% CI)", path, marker="o")
+
+
+def write_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_POINTS,
+                 reps: int = statistics.DEFAULT_REPS) -> Dict[str, str]:
+    """Computes the report of the grid in `out` and writes its files to `report_dir`; returns them by kind."""
+    grid = grid_lib.read_grid(out)
+    report, run_results, normalised_scores = compute_report(out, points, reps)
+    os.makedirs(report_dir, exist_ok=True)
+    files = {
+        "marl_eval": results_lib.write_marl_eval_json(
+            run_results, os.path.join(report_dir, results_lib.MARL_EVAL_FILE)),
+        "aggregate": plot_aggregate(report, os.path.join(report_dir, AGGREGATE_FIGURE)),
+        "performance_profile": plot_performance_profile(
+            report, normalised_scores, os.path.join(report_dir, PROFILE_FIGURE), reps),
+        "sample_efficiency": plot_sample_efficiency(
+            report, os.path.join(report_dir, SAMPLE_EFFICIENCY_FIGURE)),
+        "numbers": os.path.join(report_dir, NUMBERS_FILE),
+        "markdown": os.path.join(report_dir, REPORT_FILE),
+    }
+    with open(files["numbers"], "w") as numbers_file:
+        json.dump(dataclasses.asdict(report), numbers_file, indent=2)
+    with open(files["markdown"], "w") as markdown_file:
+        markdown_file.write(markdown(report, grid))
+    return files

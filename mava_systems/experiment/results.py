@@ -1,0 +1,155 @@
+"""A grid's results: each run's evaluator rounds on common step points, and marl-eval's JSON layout.
+
+Evaluator rounds come every few seconds, so runs have rounds at different
+executor steps. For comparisons (and for marl-eval, which needs every run to
+have the same steps) each run's curve is read at `points` evenly spaced step
+counts up to the step limit: the value at a point is the latest round logged at
+or before it (the first round, for points before any round).
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mava_systems import plot
+from mava_systems.experiment import grid as grid_lib
+from mava_systems.experiment import run_one
+
+DEFAULT_POINTS = 10
+MARL_EVAL_FILE = "marl_eval.json"
+RETURN_METRIC = "return"
+ABSOLUTE_METRICS = "absolute_metrics"
+
+
+@dataclasses.dataclass
+class RunResult:
+    """One run's evaluator returns at the grid's step points and its final score."""
+
+    run: grid_lib.Run
+    steps: np.ndarray  # The step points.
+    returns: np.ndarray  # The latest round's mean return at each point.
+    # The final evaluation's per-episode returns (empty if the system cannot be evaluated so).
+    final_returns: List[float]
+    rounds: int  # Evaluator rounds the run logged.
+
+    @property
+    def score(self) -> float:
+        """The run's final score: its final evaluation's mean return, else its last round's."""
+        return float(np.mean(self.final_returns)) if self.final_returns else float(
+            self.returns[-1])
+
+
+def step_points(max_steps: int, points: int = DEFAULT_POINTS) -> np.ndarray:
+    """`points` evenly spaced executor step counts, the last one `max_steps`."""
+    return np.linspace(max_steps / points, max_steps, points).round().astype(np.int64)
+
+
+def value_at_points(steps: np.ndarray, values: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The latest value logged at or before each point (the first value for earlier points)."""
+    indices = np.searchsorted(steps, points, side="right") - 1
+    return np.asarray(values)[np.maximum(indices, 0)]
+
+
+def read_run(run: grid_lib.Run, points: np.ndarray) -> RunResult:
+    """A finished run's result.
+
+    Raises:
+      ValueError: if the run has not finished (no final evaluation) or logged no evaluation.
+    """
+    final = run_one.read_final_evaluation(run.run_dir)
+    if final is None:
+        raise ValueError(f"run {run.name} in {run.run_dir} has not finished; run the "
+                         "experiment command again to finish it")
+    try:
+        curve = plot.read_learning_curve(run.run_dir)
+    except FileNotFoundError as error:
+        raise ValueError(str(error)) from None
+    return RunResult(run, points, value_at_points(curve.steps, curve.returns, points),
+                     list(final.get("returns", [])), len(curve.steps))
+
+
+def read_results(out: str, points: int = DEFAULT_POINTS) -> List[RunResult]:
+    """Every run of the grid saved in `out` (all must have finished)."""
+    grid = grid_lib.read_grid(out)
+    at = step_points(grid.max_executor_steps, points)
+    return [read_run(run, at) for run in grid.runs(out)]
+
+
+def marl_eval_data(results: List[RunResult]) -> Dict[str, Any]:
+    """The results in marl-eval's raw-data layout.
+
+    environment -> task -> algorithm -> "seed_<k>" -> {"step_<i>": {"step_count": steps,
+    "return": [mean return of the round]}, ..., "absolute_metrics": {"return":
+    [the final evaluation's episode returns]}}. Our evaluator logs each round's
+    mean, so a step holds one value; absolute metrics hold every episode of the
+    final evaluation (10x a round's episodes), or the last round's mean for a
+    system that cannot be evaluated from its checkpoint.
+    """
+    data: Dict[str, Any] = {}
+    for result in results:
+        family, task = grid_lib.split_environment(result.run.environment)
+        run_data: Dict[str, Any] = {
+            f"step_{index}": {"step_count": int(steps), RETURN_METRIC: [float(value)]}
+            for index, (steps, value) in enumerate(zip(result.steps, result.returns))}
+        run_data[ABSOLUTE_METRICS] = {
+            RETURN_METRIC: [float(value) for value in result.final_returns]
+            or [float(result.returns[-1])]}
+        (data.setdefault(family, {}).setdefault(task, {}).setdefault(result.run.entry.label, {})
+         [f"seed_{result.run.seed}"]) = run_data
+    return data
+
+
+def write_marl_eval_json(results: List[RunResult], path: str) -> str:
+    """Writes `marl_eval_data(results)` to `path`; returns it."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as json_file:
+        json.dump(marl_eval_data(results), json_file, indent=2)
+    return path
+
+
+def score_matrices(results: List[RunResult], environments: List[str]
+                   ) -> Dict[str, np.ndarray]:
+    """Per label, its final scores as a (seeds, environments) matrix."""
+    labels = list(dict.fromkeys(result.run.entry.label for result in results))
+    seeds = max(result.run.seed for result in results) + 1
+    matrices = {label: np.full((seeds, len(environments)), np.nan) for label in labels}
+    for result in results:
+        matrices[result.run.entry.label][
+            result.run.seed, environments.index(result.run.environment)] = result.score
+    return matrices
+
+
+def curve_tensors(results: List[RunResult], environments: List[str]) -> Dict[str, np.ndarray]:
+    """Per label, its returns at the step points as a (seeds, environments, points) array."""
+    labels = list(dict.fromkeys(result.run.entry.label for result in results))
+    seeds = max(result.run.seed for result in results) + 1
+    points = len(results[0].steps)
+    tensors = {label: np.full((seeds, len(environments), points), np.nan) for label in labels}
+    for result in results:
+        tensors[result.run.entry.label][
+            result.run.seed, environments.index(result.run.environment)] = result.returns
+    return tensors
+
+
+def random_policy_scores(environments: List[str], episodes: int = 100, seed: int = 0,
+                         cache: Optional[str] = None) -> Dict[str, float]:
+    """Each environment's mean episode return under uniformly random legal actions.
+
+    Cached in the JSON file `cache` if given (the episodes are played once).
+    """
+    from mava_systems.experiment import baselines  # pylint: disable=import-outside-toplevel
+
+    saved: Dict[str, float] = {}
+    if cache and os.path.exists(cache):
+        with open(cache) as cache_file:
+            saved = json.load(cache_file)
+    missing = [name for name in environments if name not in saved]
+    for name in missing:
+        saved[name] = baselines.random_policy_return(name, episodes, seed)
+    if cache and missing:
+        with open(cache, "w") as cache_file:
+            json.dump(saved, cache_file, indent=2)
+    return {name: saved[name] for name in environments}

@@ -1,0 +1,120 @@
+"""One run of an experiment grid: any registered system through the examples' launch machinery.
+
+    python -m mava_systems.experiment.run_one --system=madqn --env=debug/line_world_v0 \\
+        --run_dir=DIR --max_executor_steps=2000 --lp_launch_type=local_mt [--<config field>=...]
+
+The flags are an example's (see `mava_systems.launch.example_main`) for the
+system `--system` names, so the run starts, resumes and refuses bad input like
+any example run. Once the program has reached its step limit, the latest
+trainer checkpoint is evaluated greedily (`mava_systems.evaluate`) and the
+result saved as `<run_dir>/final_evaluation.json`: the mark of a finished run.
+"""
+
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from absl import app, flags, logging
+
+from mava_systems import evaluate, launch, registry
+from mava_systems.components.run_directory import read_status
+from mava_systems.experiment import systems
+
+FINAL_EVALUATION_FILE = "final_evaluation.json"
+# The final evaluation plays this many times the episodes of an evaluator round (as
+# marl-eval's absolute metrics, Gorsane et al. 2022).
+FINAL_EVALUATION_FACTOR = 10
+INTERRUPTED_EXIT_CODE = 3
+
+FLAGS = flags.FLAGS
+
+
+def final_evaluation_path(run_dir: str) -> str:
+    """Where a finished run's final evaluation is saved."""
+    return os.path.join(run_dir, FINAL_EVALUATION_FILE)
+
+
+def read_final_evaluation(run_dir: str) -> Optional[Dict[str, Any]]:
+    """A run's final evaluation, or None if the run has not finished."""
+    try:
+        with open(final_evaluation_path(run_dir)) as result_file:
+            return json.load(result_file)
+    except (OSError, ValueError):
+        return None
+
+
+def final_evaluation(run_dir: str, episodes: int, seed: int) -> Dict[str, Any]:
+    """The greedy evaluation of a run's latest checkpoint, or why the system cannot be evaluated so.
+
+    `mava_systems.evaluate` rebuilds Q-network systems only; for others (or any
+    failure) the reason is recorded and reports use the last evaluator round.
+    """
+    try:
+        return evaluate.evaluate(run_dir, episodes, seed)
+    except Exception as error:  # pylint: disable=broad-except
+        # The run itself has finished: a failed final evaluation must not make it
+        # count as unfinished (it would be relaunched on every command).
+        logging.exception("No final evaluation of %s", run_dir)
+        return {"episodes": 0, "returns": [], "unavailable": f"{type(error).__name__}: {error}"}
+
+
+def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
+    """Writes `result` as the run's final evaluation (atomically)."""
+    path = final_evaluation_path(run_dir)
+    with open(path + ".tmp", "w") as result_file:
+        json.dump(result, result_file, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def _flag_value(argv: Sequence[str], name: str) -> Optional[str]:
+    for index, argument in enumerate(argv):
+        if argument.startswith(f"--{name}="):
+            return argument.split("=", 1)[1]
+        if argument == f"--{name}" and index + 1 < len(argv):
+            return argv[index + 1]
+    return None
+
+
+def make_main(system_class: Any):
+    """Defines `system_class`'s example flags and returns a main that runs it, then evaluates it."""
+    node_name = systems.acting_node_name(system_class)
+    example = launch.example_main(
+        system_class, system_class.config_class, default_env="debug/line_world_v0",
+        executor_name=node_name, default_num_caches=systems.default_num_caches(system_class))
+    step_flag = systems.step_limit_flag(system_class)
+
+    def main(argv: List[str]) -> None:
+        if not FLAGS.run_dir:
+            raise app.UsageError("--run_dir is required")
+        example(argv)
+        max_steps = getattr(FLAGS, step_flag)
+        steps = read_status(FLAGS.run_dir).counts.get("executor_steps", 0)
+        if max_steps and steps < max_steps:
+            print(f"Stopped at {int(steps)} of {max_steps} executor steps: not finished",
+                  flush=True)
+            sys.exit(INTERRUPTED_EXIT_CODE)
+        episodes = FINAL_EVALUATION_FACTOR * FLAGS.evaluation_episodes
+        result = final_evaluation(FLAGS.run_dir, episodes, seed=FLAGS.seed)
+        save_final_evaluation(FLAGS.run_dir, result)
+        print(f"Final evaluation ({result['episodes']} greedy episodes) saved in "
+              f"{final_evaluation_path(FLAGS.run_dir)}", flush=True)
+
+    return main
+
+
+def run(argv: List[str]) -> None:
+    """Runs the system that `--system` in `argv` names."""
+    name = _flag_value(argv[1:], "system")
+    if not name:
+        sys.exit("error: --system is required")
+    try:
+        system_class = registry.system_class(name)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    flags.DEFINE_string("system", None, "The registered system to run.")
+    app.run(make_main(system_class), argv)
+
+
+if __name__ == "__main__":
+    run(sys.argv)
