@@ -12,6 +12,7 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
+from mava_systems import ray_launch
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.progress import reporting_progress
 import wrappers
@@ -170,14 +171,20 @@ def configure_tensorflow_threads(threads: int = DEFAULT_TF_THREADS) -> None:
                         "their size (only child processes get %d threads)", threads)
 
 
-def launch(program: lp.Program, launch_type: str) -> None:
+def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None) -> None:
     """Launches `program` and blocks until every node has finished.
 
     Nodes get `TERMINATION_NOTICE_S` after the stop to finish (unless
     `--lp_termination_notice_secs` says otherwise) before Launchpad kills them.
+    `launch_type="ray"` runs it on Ray (see `mava_systems.ray_launch`; the
+    `--ray_*` flags), recording where its nodes ran in `run_dir`.
     """
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
+    if launch_type == ray_launch.LAUNCH_TYPE:
+        ray_launch.launch(program, ray_launch.config_from_flags(FLAGS.lp_termination_notice_secs),
+                          record_dir=run_dir)
+        return
     kwargs: dict = {}
     if launch_type in ("local_mp", "test_mp"):
         kwargs["terminal"] = "current_terminal"
@@ -219,7 +226,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
     with reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s):
-        launch(system.build(), launch_type)
+        launch(system.build(), launch_type, system.run_dir)
     print(f"Finished. Logs: {os.path.join(system.run_dir, 'logs')}  "
           f"TensorBoard: {os.path.join(system.run_dir, 'tensorboard')}  "
           f"Checkpoints: {os.path.join(system.run_dir, 'checkpoints')}", flush=True)
