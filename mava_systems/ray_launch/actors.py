@@ -94,14 +94,17 @@ class _FixedAddress(lp_address.AbstractAddressBuilder):
 
 
 def _parse_flags(argv: Sequence[str]) -> None:
-    """Parses the launching command's flags this process defines (Launchpad's, ...)."""
-    if flags.FLAGS.is_parsed():
-        return
-    try:
-        flags.FLAGS(list(argv), known_only=True)
-    except flags.Error as error:
-        logging.warning("Flags not parsed in the node (%s); their defaults apply", error)
-        flags.FLAGS.mark_as_parsed()
+    """Parses the launching command's flags this process defines (Launchpad's, absl's logging
+    verbosity, ...) and logs through absl's handler, as `app.run` would."""
+    if not flags.FLAGS.is_parsed():
+        try:
+            flags.FLAGS(list(argv), known_only=True)
+        except flags.Error as error:
+            logging.warning("Flags not parsed in the node (%s); their defaults apply", error)
+            flags.FLAGS.mark_as_parsed()
+        if flags.FLAGS["verbosity"].using_default_value:
+            flags.FLAGS.verbosity = 0  # INFO, as app.run sets it.
+    logging.use_absl_handler()
 
 
 class NodeActor:
