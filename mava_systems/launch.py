@@ -182,8 +182,8 @@ def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None)
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
     if launch_type == ray_launch.LAUNCH_TYPE:
-        ray_launch.launch(program, ray_launch.config_from_flags(FLAGS.lp_termination_notice_secs),
-                          record_dir=run_dir)
+        notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
+        ray_launch.launch(program, ray_launch.config_from_flags(notice_s), record_dir=run_dir)
         return
     kwargs: dict = {}
     if launch_type in ("local_mp", "test_mp"):

@@ -47,3 +47,38 @@ def node_pids(record):
     """Every process any incarnation of any node ran in."""
     return [incarnation["pid"] for incarnations in record["nodes"].values()
             for incarnation in incarnations]
+
+
+# Nodes of a small program for the launcher's own tests (importable by Ray's workers).
+class Doubler:
+    """Serves `double`."""
+
+    def double(self, value):
+        return 2 * value
+
+
+class Caller:
+    """Calls a `Doubler` through its proxy, directly and as a future, and writes the replies."""
+
+    def __init__(self, doubler, out_path):
+        self._doubler = doubler
+        self._out_path = out_path
+
+    def run(self):
+        import launchpad as lp  # pylint: disable=g-import-not-at-top
+        replies = {"call": self._doubler.double(21),
+                   "future": self._doubler.futures.double(4).result(timeout=60)}
+        with open(self._out_path + ".tmp", "w") as out_file:
+            json.dump(replies, out_file)
+        os.replace(self._out_path + ".tmp", self._out_path)
+        lp.wait_for_stop()
+
+
+class Broken:
+    """Fails in its constructor, once `ready_path` exists."""
+
+    def __init__(self, ready_path):
+        deadline = time.time() + 60
+        while not os.path.exists(ready_path) and time.time() < deadline:
+            time.sleep(0.1)
+        raise ValueError("broken on purpose")

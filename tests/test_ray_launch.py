@@ -6,21 +6,24 @@ process behind.
 """
 
 import glob
+import json
 import os
+import re
 import threading
 
 import launchpad as lp
 import psutil
 import pytest
 
-from mava_systems import madqn
+from mava_systems import madqn, ray_launch
 from mava_systems.components.run_directory import read_status
 from mava_systems.ray_launch import RayLaunchConfig, parse_group_resources
 from mava_systems.ray_launch.config import parse_runtime_env
-from mava_systems.ray_launch.launcher import node_specs
+from mava_systems.ray_launch.launcher import RayLaunchError, node_specs
 from mava_systems.ray_launch.proxies import CourierRef, ReverbRef
 from mava_systems.ray_launch.runtime import NodeRuntime
 import program_helpers
+import ray_helpers
 from program_helpers import read_csv
 from ray_helpers import assert_no_new_ray_processes, node_pids, ray_processes, read_record
 from test_madqn_program import SMALL_CONFIG
@@ -110,7 +113,7 @@ def test_the_node_runtime_gives_nodes_launchpads_stop_event_handlers_and_stopper
     assert stopped_by_node == [True]
 
 
-def run_example(run_dir, *flags, timeout=300):
+def run_example(run_dir, *flags, timeout=600):
     """The MADQN example on the small configuration under `--lp_launch_type=ray`: its output."""
     return program_helpers.run_example(os.path.join("mpe", "run_madqn.py"), run_dir,
                                        *SMALL_CONFIG, *flags, launch_type="ray", timeout=timeout)
@@ -145,5 +148,28 @@ def test_madqn_runs_on_a_local_ray_on_loopback_and_leaves_no_process(tmp_path):
         assert glob.glob(os.path.join(run_dir, "checkpoints", node, "ckpt-*.index")), node
     assert glob.glob(os.path.join(run_dir, "checkpoints", "replay", "*", "DONE"))
 
+    assert_no_new_ray_processes(before)
+    assert not any(psutil.pid_exists(pid) for pid in node_pids(record))
+
+
+def test_proxies_reach_nodes_and_a_node_failing_too_often_stops_the_run(tmp_path):
+    out_path = str(tmp_path / "replies.json")
+    program = lp.Program("small")
+    with program.group("doubler"):
+        doubler = program.add_node(lp.CourierNode(ray_helpers.Doubler))
+    with program.group("caller"):
+        program.add_node(lp.CourierNode(ray_helpers.Caller, doubler, out_path))
+    with program.group("broken"):
+        program.add_node(lp.CourierNode(ray_helpers.Broken, out_path))
+    before = ray_processes()
+    with pytest.raises(RayLaunchError, match=re.escape(
+            "node broken/0 died or failed 1 time(s), more than --ray_max_restarts=0 allows; "
+            "its last failure: ValueError: broken on purpose")):
+        ray_launch.launch(program, RayLaunchConfig(max_restarts=0, num_cpus=2),
+                          record_dir=str(tmp_path))
+    with open(out_path) as replies_file:
+        assert json.load(replies_file) == {"call": 42, "future": 8}
+    record = read_record(str(tmp_path))
+    assert len(record["nodes"]["broken/0"]) == 2 and len(record["nodes"]["caller/0"]) == 1
     assert_no_new_ray_processes(before)
     assert not any(psutil.pid_exists(pid) for pid in node_pids(record))

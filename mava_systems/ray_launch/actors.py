@@ -10,11 +10,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from absl import flags, logging
 from launchpad import address as lp_address
-import portpicker
 import ray
-import reverb
 
-from mava_systems.ray_launch import flags as ray_flags  # noqa: F401  (lets the actor parse --lp_launch_type=ray)
+# Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
+from mava_systems.ray_launch import flags as ray_flags  # noqa: F401
 from mava_systems.ray_launch.runtime import NodeRuntime
 
 CONTROLLER_NAME = "launcher/controller"
@@ -152,6 +151,7 @@ class NodeActor:
             self._done.set()
 
     def _run_reverb_node(self) -> None:
+        import portpicker  # pylint: disable=g-import-not-at-top
         node = self._spec.reverb_node
         self._address = f"{self.ip}:{portpicker.pick_unused_port()}"
         node.reverb_address.bind(_FixedAddress(self._address))
@@ -168,7 +168,8 @@ class NodeActor:
             os._exit(1)  # An unexpected exit: Ray restarts the actor.
 
     def __repr__(self) -> str:  # Ray prefixes the node's log lines with it.
-        return self._spec.name
+        spec = getattr(self, "_spec", None)  # None if the actor could not be made.
+        return spec.name if spec is not None else type(self).__name__
 
     # Remote methods.
     def call(self, method: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
@@ -185,6 +186,7 @@ class NodeActor:
         """The `host:port` a Reverb node serves at, once its server answers."""
         if self._spec.reverb_node is None:
             raise ValueError(f"{self._spec.name} is not a Reverb node")
+        import reverb  # pylint: disable=g-import-not-at-top  (only Reverb nodes need it)
         self._ready.wait()
         client = reverb.Client(self._address)
         while True:

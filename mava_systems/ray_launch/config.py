@@ -1,4 +1,5 @@
-"""What a Ray launch needs besides the program: where Ray is, where nodes go, how often they may restart."""
+"""What a Ray launch needs besides the program: where Ray is, where nodes go, how often they
+may restart."""
 
 import dataclasses
 import json
@@ -51,7 +52,7 @@ class RayLaunchConfig:
                     raise ValueError(f"group {group!r} asks for a negative amount of {name}")
 
     def actor_options(self, group: str) -> Dict[str, Any]:
-        """The Ray actor options (`num_cpus`, `num_gpus`, `memory`, `resources`) of `group`'s nodes."""
+        """The Ray options (`num_cpus`, `num_gpus`, `memory`, `resources`) of `group`'s nodes."""
         options: Dict[str, Any] = {"num_cpus": 0}  # Nodes are threads: by default, no CPU each.
         custom = {}
         for name, amount in self.group_resources.get(group, {}).items():

@@ -65,11 +65,11 @@ def node_specs(program: lp.Program, namespace: str) -> List[NodeSpec]:
                              f"node {name} is a {type(node).__name__}")
     specs = []
     for name, group, node in named:
-        uses = [refs[id(handle._address)] for handle in node.input_handles  # pylint: disable=protected-access
+        uses = [refs[id(getattr(handle, "_address", None))] for handle in node.input_handles
                 if id(getattr(handle, "_address", None)) in refs]
-        spec = NodeSpec(name=name, group=group,
-                        uses=sorted({ref.name for ref in uses}),
-                        uses_reverb=sorted({ref.name for ref in uses if isinstance(ref, ReverbRef)}))
+        spec = NodeSpec(
+            name=name, group=group, uses=sorted({ref.name for ref in uses}),
+            uses_reverb=sorted({ref.name for ref in uses if isinstance(ref, ReverbRef)}))
         if isinstance(node, lp.ReverbNode):
             spec.reverb_node = node
         else:
@@ -84,6 +84,11 @@ def node_specs(program: lp.Program, namespace: str) -> List[NodeSpec]:
 def _runtime_env(config: RayLaunchConfig) -> Dict[str, Any]:
     runtime_env = dict(config.runtime_env)
     env_vars = {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}
+    if config.address is None or _is_loopback(config.address):
+        # Ray on this machine: nodes import what this process can (as local_mp's would).
+        env_vars["PYTHONPATH"] = os.pathsep.join(
+            [path for path in sys.path if path and os.path.isdir(path)]
+            + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env_vars.update(runtime_env.get("env_vars", {}))
     runtime_env["env_vars"] = env_vars
     return runtime_env
@@ -152,20 +157,22 @@ class _Launch:
                 name=name, namespace=self._namespace, max_concurrency=MAX_CONCURRENCY,
                 max_restarts=-1, max_task_retries=0, **options,
             ).remote(spec, self._namespace, sys.argv)
+            # Fails at once if the actor cannot even be made (e.g. the node's code is missing).
+            self._pending[self._actors[name].wait_done.remote()] = name
 
     def watch(self) -> Optional[str]:
         """Watches the nodes until the program stops; returns why it failed, or None."""
         started = time.monotonic()
         while True:
-            self._collect_finished()
-            failure = self._follow_restarts()
+            failure = self._collect_finished() or self._follow_restarts()
             if failure:
                 return failure
             unplaced = [name for name, count in self._incarnations.items() if not count]
             if unplaced and time.monotonic() - started > PLACEMENT_TIMEOUT_S:
+                asked = {name: self._config.actor_options(self._specs[name].group)
+                         for name in unplaced}
                 return (f"nodes {unplaced} were not placed within {PLACEMENT_TIMEOUT_S:.0f} s: "
-                        "does a cluster node have the resources they ask for "
-                        f"({ {name: self._config.actor_options(self._specs[name].group) for name in unplaced} })?")
+                        f"does a cluster node have the resources they ask for ({asked})?")
             stopped_by = ray.get(self._controller.stop_requested_by.remote())
             if stopped_by:
                 print(f"Ray launcher: {stopped_by} stopped the program", flush=True)
@@ -173,10 +180,11 @@ class _Launch:
             if len(self._finished) == len(self._specs):
                 return None
 
-    def _collect_finished(self) -> None:
+    def _collect_finished(self) -> Optional[str]:
+        """Notes the nodes whose `run()` returned; says why, if an actor could not be made."""
         if not self._pending:
             time.sleep(POLL_INTERVAL_S)
-            return
+            return None
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending),
                             timeout=POLL_INTERVAL_S)
         for reference in ready:
@@ -184,8 +192,11 @@ class _Launch:
             try:
                 ray.get(reference)
                 self._finished.add(name)
-            except ray.exceptions.RayActorError:
-                pass  # It died: `_follow_restarts` sees its next incarnation.
+            except ray.exceptions.RayActorError as error:
+                if error.actor_init_failed:
+                    return f"node {name} could not be started: {error}"
+                # Otherwise it died and restarts: `_follow_restarts` sees its next incarnation.
+        return None
 
     def _follow_restarts(self) -> Optional[str]:
         self._nodes = ray.get(self._controller.nodes.remote())
@@ -196,10 +207,10 @@ class _Launch:
                 continue
             changed = True
             self._incarnations[name] = count
-            self._finished.discard(name)
-            self._pending[self._actors[name].wait_done.remote()] = name
             if not known:
                 continue
+            self._finished.discard(name)
+            self._pending[self._actors[name].wait_done.remote()] = name
             restarts = count - known
             forced = min(restarts, self._forced[name])
             self._forced[name] -= forced
@@ -220,8 +231,9 @@ class _Launch:
                     if failure["node"] == name]
         last_error = failures[-1]["error"].strip().splitlines()[-1] if failures else \
             "its process died"
-        return (f"node {name} was restarted {self._restarts[name]} times, more than "
-                f"--ray_max_restarts={self._config.max_restarts}; the last failure: {last_error}")
+        return (f"node {name} died or failed {self._restarts[name]} time(s), more than "
+                f"--ray_max_restarts={self._config.max_restarts} allows; its last failure: "
+                f"{last_error}")
 
     def _restart_users_of(self, replay: str) -> None:
         """Restarts the nodes that hold a client of `replay`, so they reach its new address."""

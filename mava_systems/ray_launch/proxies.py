@@ -15,7 +15,6 @@ from typing import Any, Callable, Dict, Tuple
 from launchpad.nodes import base as lp_base
 from launchpad.nodes import dereference
 import ray
-import reverb
 import tree
 
 # How long a call waits for a node that is restarting before it gives up.
@@ -70,7 +69,8 @@ class CourierRef(NodeRef):
 class ReverbRef(NodeRef):
     """Stands for a Reverb handle; dereferences to a `reverb.Client` of the replay's address."""
 
-    def dereference(self) -> reverb.Client:
+    def dereference(self) -> Any:
+        import reverb  # pylint: disable=g-import-not-at-top  (TensorFlow: only where needed)
         return reverb.Client(self.address())
 
     def address(self) -> str:
@@ -122,7 +122,7 @@ class CourierProxy:
 
 
 def substitute_handles(structure: Any, refs: Dict[int, NodeRef]) -> Any:
-    """`structure` with every Launchpad handle (also inside `lp.Deferred`) replaced by its `NodeRef`.
+    """`structure` with every Launchpad handle (also in `lp.Deferred`) replaced by its `NodeRef`.
 
     `refs` maps `id(address)` of each node's address to the reference of its actor.
     """
