@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.program [--repeats 3 --seconds 60]
 
 For each configuration (launch type x executors; default local_mt and local_mp
-with 1 and 2 executors) examples/mpe/run_madqn.py runs as a subprocess with
+with 1 and 2 executors; `--configs ray:1,ray:2,...` adds the Ray launcher) examples/mpe/run_madqn.py runs as a subprocess with
 --max_executor_steps=0 in a temporary run directory. From the moment the
 trainer's CSV log gets its first row (the first trainer step) the program runs
 --seconds more, and is then stopped as Ctrl-C would (SIGINT to the launcher);
@@ -38,6 +38,8 @@ if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): fi
 from benchmarks import common  # noqa: E402
 
 DEFAULT_CONFIGS = "local_mt:1,local_mt:2,local_mp:1,local_mp:2"
+# `ray` runs the program on a local Ray started by the launcher (docs/cluster.md).
+LAUNCH_TYPES = ("local_mt", "local_mp", "ray")
 RSS_INTERVAL_S = 0.5
 POLL_INTERVAL_S = 0.1
 
@@ -47,8 +49,9 @@ def parse_configs(text: str) -> List[Tuple[str, int]]:
     configs = []
     for item in text.split(","):
         launch_type, _, executors = item.strip().partition(":")
-        if launch_type not in ("local_mt", "local_mp") or not executors.isdigit() or int(executors) < 1:
-            raise SystemExit(f"bad configuration {item!r}: expected <local_mt|local_mp>:<executors>")
+        if launch_type not in LAUNCH_TYPES or not executors.isdigit() or int(executors) < 1:
+            raise SystemExit(f"bad configuration {item!r}: expected "
+                             f"<{'|'.join(LAUNCH_TYPES)}>:<executors>")
         configs.append((launch_type, int(executors)))
     return configs
 

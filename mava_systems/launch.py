@@ -15,7 +15,7 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
-from mava_systems import console, run_summary
+from mava_systems import console, ray_launch, run_summary
 from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
@@ -182,14 +182,20 @@ def configure_tensorflow_threads(threads: int = DEFAULT_TF_THREADS) -> None:
                         "their size (only child processes get %d threads)", threads)
 
 
-def launch(program: lp.Program, launch_type: str) -> None:
+def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None) -> None:
     """Launches `program` and blocks until every node has finished.
 
     Nodes get `TERMINATION_NOTICE_S` after the stop to finish (unless
     `--lp_termination_notice_secs` says otherwise) before Launchpad kills them.
+    `launch_type="ray"` runs it on Ray (see `mava_systems.ray_launch`; the
+    `--ray_*` flags), recording where its nodes ran in `run_dir`.
     """
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
+    if launch_type == ray_launch.LAUNCH_TYPE:
+        notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
+        ray_launch.launch(program, ray_launch.config_from_flags(notice_s), record_dir=run_dir)
+        return
     kwargs: dict = {}
     if launch_type in ("local_mp", "test_mp"):
         kwargs["terminal"] = "current_terminal"
@@ -264,7 +270,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     with watching_log(log_file, console.launch_offset(), console.report_error), \
             reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s,
                                stream=console.terminal()):
-        launch(system.build(), launch_type)
+        launch(system.build(), launch_type, system.run_dir)
     console.say([run_summary.summarize(system, steps_at_start, time.monotonic() - start,
                                        sys.argv, log_file)])
     exit_if_loops_were_abandoned()  # local_mt: a node loop given up at the stop.
