@@ -164,7 +164,7 @@ def test_an_unknown_system_in_run_json_is_an_error(tmp_path):
     with open(tmp_path / "run" / RUN_FILE, "w") as run_file:
         json.dump({"system": "no_such_system", "environment_name": "debug/line_world_v0"},
                   run_file)
-    with pytest.raises(ValueError, match=r"unknown system 'no_such_system'; known: \["):
+    with pytest.raises(ValueError, match=r"unknown system 'no_such_system'; available: "):
         load_system(str(tmp_path / "run"))
 
 

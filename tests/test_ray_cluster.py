@@ -23,7 +23,7 @@ import pytest
 from mava_systems.components.checkpointing import read_checkpoint
 from mava_systems.components.run_directory import read_status
 import program_helpers
-from program_helpers import read_csv
+from program_helpers import launch_log, read_csv
 from ray_helpers import assert_no_new_ray_processes, node_pids, ray_processes, read_record
 from test_madqn_program import SMALL_CONFIG, example_command, read_saves
 
@@ -131,7 +131,8 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
         if process.poll() is None:
             process.kill()
             process.wait()
-    output = log_path.read_text()
+    # The terminal's output, then the libraries' and nodes' messages (the launcher's among them).
+    output = log_path.read_text() + launch_log(os.path.join(run_dir, "output.log"), 0)
     assert process.returncode == 0, output[-5000:]
     assert "Ray launcher: stopping (Ctrl-C)" in output and "Finished." in output
 

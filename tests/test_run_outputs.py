@@ -32,7 +32,9 @@ def short_run(tmp_path_factory):
                "--lp_launch_type=local_mt", f"--run_dir={run_dir}", "--env=debug/line_world_v0",
                f"--max_executor_steps={MAX_STEPS}", "--min_replay_size=100", "--batch_size=32",
                "--n_step=3", "--evaluation_interval_s=0.5", "--progress_interval_s=1",
-               "--learning_rate=0.002"]
+               "--learning_rate=0.002",
+               # Node rows in the log even when the run takes only a few seconds.
+               "--terminal_log_interval_s=1"]
     # TensorFlow's own logging stays on, as a user has it: the terminal must not show it.
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
     env["SDL_VIDEODRIVER"] = "dummy"

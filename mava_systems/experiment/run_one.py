@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags, logging
 
-from mava_systems import evaluate, launch, registry
+from mava_systems import console, evaluate, launch, registry
 from mava_systems.components.run_directory import read_status
 from mava_systems.experiment import systems
 
@@ -91,14 +91,14 @@ def make_main(system_class: Any):
         max_steps = getattr(FLAGS, step_flag)
         steps = read_status(FLAGS.run_dir).counts.get("executor_steps", 0)
         if max_steps and steps < max_steps:
-            print(f"Stopped at {int(steps)} of {max_steps} executor steps: not finished",
-                  flush=True)
+            console.say([f"Stopped at {int(steps)} of {max_steps} executor steps: not finished"])
             sys.exit(INTERRUPTED_EXIT_CODE)
         episodes = FINAL_EVALUATION_FACTOR * FLAGS.evaluation_episodes
         result = final_evaluation(FLAGS.run_dir, episodes, seed=FLAGS.seed)
         save_final_evaluation(FLAGS.run_dir, result)
-        print(f"Final evaluation ({result['episodes']} greedy episodes) saved in "
-              f"{final_evaluation_path(FLAGS.run_dir)}", flush=True)
+        # On the terminal, not in the run's output log: the terminal is quiet by now.
+        console.say([f"Final evaluation ({result['episodes']} greedy episodes) saved in "
+                     f"{final_evaluation_path(FLAGS.run_dir)}"])
 
     return main
 
