@@ -170,6 +170,8 @@ def test_proxies_reach_nodes_and_a_node_failing_too_often_stops_the_run(tmp_path
     with open(out_path) as replies_file:
         assert json.load(replies_file) == {"call": 42, "future": 8}
     record = read_record(str(tmp_path))
-    assert len(record["nodes"]["broken/0"]) == 2 and len(record["nodes"]["caller/0"]) == 1
+    # Ray restarts a failed actor at once, so a fast machine may record one more incarnation
+    # before the launcher's stop reaches it; the caller never restarted.
+    assert len(record["nodes"]["broken/0"]) in (2, 3) and len(record["nodes"]["caller/0"]) == 1
     assert_no_new_ray_processes(before)
     assert not any(psutil.pid_exists(pid) for pid in node_pids(record))
