@@ -173,16 +173,21 @@ def kill_after_checkpoints(command, run_dir, log_path, min_steps):
 def test_a_killed_single_agent_run_resumes_with_its_periodic_replay_checkpoint(tmp_path):
     """DQN (a single-agent system) saves replay with every periodic trainer checkpoint too."""
     run_dir = str(tmp_path / "run")
-    flags = ["--max_actor_steps=1200", "--checkpoint_interval_s=2", "--min_replay_size=100",
-             "--batch_size=32", "--evaluation_interval_s=1", "--progress_interval_s=0"]
+    flags = ["--checkpoint_interval_s=2", "--min_replay_size=100", "--batch_size=32",
+             "--evaluation_interval_s=1", "--progress_interval_s=0"]
     script = os.path.join("gymnasium", "run_dqn.py")
-    kill_after_checkpoints(program_helpers.example_command(script, run_dir, *flags),
+    # A limit the first part never reaches: on a quiet machine CartPole runs 1,200 steps
+    # before two periodic checkpoints are saved.
+    kill_after_checkpoints(program_helpers.example_command(script, run_dir, *flags,
+                                                           "--max_actor_steps=100000"),
                            run_dir, tmp_path / "first.log", min_steps=500)
     status = read_status(run_dir)
     assert status.resumed and status.trainer_steps > 0 and status.replay_checkpoint
     assert abs(status.replay_age_s) <= 60  # Taken with the latest trainer checkpoint.
 
-    second = program_helpers.run_example(script, run_dir, *flags)
+    # The second part runs 300 steps past the saved count.
+    limit = int(status.counts["executor_steps"]) + 300
+    second = program_helpers.run_example(script, run_dir, *flags, f"--max_actor_steps={limit}")
     assert f"from trainer step {status.trainer_steps} " in second, second[:2000]
     assert f"Replay: restored from {status.replay_checkpoint}, saved with the trainer" in second
     with open(os.path.join(run_dir, "checkpoints", "replay_restore.json")) as restore_file:
