@@ -162,16 +162,19 @@ def test_proxies_reach_nodes_and_a_node_failing_too_often_stops_the_run(tmp_path
     with program.group("broken"):
         program.add_node(lp.CourierNode(ray_helpers.Broken, out_path))
     before = ray_processes()
-    with pytest.raises(RayLaunchError, match=re.escape(
-            "node broken/0 died or failed 1 time(s), more than --ray_max_restarts=0 allows; "
-            "its last failure: ValueError: broken on purpose")):
+    # Ray restarts a failed actor at once, so a loaded machine may see several failures
+    # before the launcher's next poll.
+    with pytest.raises(RayLaunchError, match=(
+            r"node broken/0 died or failed [1-9]\d* time\(s\), more than "
+            r"--ray_max_restarts=0 allows; its last failure: ValueError: broken on purpose")):
         ray_launch.launch(program, RayLaunchConfig(max_restarts=0, num_cpus=2),
                           record_dir=str(tmp_path))
     with open(out_path) as replies_file:
         assert json.load(replies_file) == {"call": 42, "future": 8}
     record = read_record(str(tmp_path))
-    # Ray restarts a failed actor at once, so a fast machine may record one more incarnation
-    # before the launcher's stop reaches it; the caller never restarted.
-    assert len(record["nodes"]["broken/0"]) in (2, 3) and len(record["nodes"]["caller/0"]) == 1
+    # The broken node was restarted at least once (and killed for good once it had failed
+    # too often); the caller never restarted.
+    assert len(record["nodes"]["broken/0"]) >= 2 and len(record["nodes"]["caller/0"]) == 1
+    assert record["restarts"]["broken/0"] >= 1 and record["restarts"]["caller/0"] == 0
     assert_no_new_ray_processes(before)
     assert not any(psutil.pid_exists(pid) for pid in node_pids(record))

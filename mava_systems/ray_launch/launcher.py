@@ -219,6 +219,8 @@ class _Launch:
                             incarnations[-1].get("ip"))
             print(f"Ray launcher: {name} restarted (incarnation {count})", flush=True)
             if self._restarts[name] > self._config.max_restarts:
+                # Ray restarts a dead actor at once; keep it down while the others stop.
+                ray.kill(self._actors[name], no_restart=True)
                 return self._too_many_restarts(name)
             if self._specs[name].reverb_node is not None:
                 self._restart_users_of(name)
