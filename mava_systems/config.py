@@ -65,6 +65,33 @@ def validate(config: Any) -> None:
                 f"allowed {_range_text(meta)}")
 
 
+def check_sizes(config: Any, name: str) -> None:
+    """Makes `config.<name>` a tuple of layer sizes; raises ValueError naming the field unless it
+    is a non-empty sequence of positive integers."""
+    sizes = getattr(config, name)
+    if (not isinstance(sizes, (tuple, list)) or not sizes or any(
+            isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
+            for size in sizes)):
+        raise ValueError(f"{type(config).__name__}.{name} must be a non-empty sequence of "
+                         f"positive integers, got {sizes!r}")
+    setattr(config, name, tuple(int(size) for size in sizes))
+
+
+def check_replay_sizes(config: Any) -> None:
+    """Raises ValueError unless `config.max_replay_size` is at least `config.min_replay_size`."""
+    if config.max_replay_size < config.min_replay_size:
+        raise ValueError(
+            f"{type(config).__name__}.max_replay_size ({config.max_replay_size}) must be at least "
+            f"min_replay_size ({config.min_replay_size})")
+
+
+def check_support(config: Any) -> None:
+    """Raises ValueError unless a distributional critic's `config.vmax` exceeds `config.vmin`."""
+    if config.vmax <= config.vmin:
+        raise ValueError(f"{type(config).__name__}.vmax ({config.vmax}) must exceed vmin "
+                         f"({config.vmin})")
+
+
 @dataclasses.dataclass
 class RunConfig:
     """The fields every system's configuration shares: evaluation, checkpointing, logging, seed.

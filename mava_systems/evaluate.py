@@ -66,9 +66,10 @@ def load_system(run_dir: str) -> Any:
 
 
 def can_evaluate(system: Any) -> bool:
-    """Whether this command can evaluate the system's checkpoints: it restores Q-networks."""
+    """Whether this command can evaluate the system's checkpoints: its networks name the
+    modules executors act with (`acting_modules()`), restored from the trainer's checkpoint."""
     builder = getattr(system, "builder", None)
-    return builder is not None and hasattr(builder.make_networks(), "q_networks")
+    return builder is not None and hasattr(builder.make_networks(), "acting_modules")
 
 
 def restore_networks(system: Any) -> Any:
@@ -78,8 +79,7 @@ def restore_networks(system: Any) -> Any:
     if latest is None:
         raise ValueError(f"no trainer checkpoint in {directory}")
     networks = system.builder.make_networks()
-    checkpoint = tf.train.Checkpoint(
-        **{f"q_network/{key}": network for key, network in networks.q_networks.items()})
+    checkpoint = tf.train.Checkpoint(**networks.acting_modules())
     try:
         checkpoint.restore(latest).assert_existing_objects_matched().expect_partial()
     except (tf.errors.OpError, AssertionError, ValueError) as error:

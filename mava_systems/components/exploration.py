@@ -16,6 +16,19 @@ def executor_epsilons(num_executors: int) -> List[float]:
     return [float(e) for e in np.flip(np.logspace(1, 8, num_executors, base=0.4))]
 
 
+def log_spread(num_executors: int, smallest: float, largest: float) -> List[float]:
+    """One value per executor, spread log-uniformly from `smallest` (executor 0) to `largest`
+    (the last), as `executor_epsilons` spreads epsilons; a single executor gets `largest`.
+    A `largest` of 0 gives every executor 0."""
+    if num_executors <= 0:
+        raise ValueError(f"num_executors must be positive, got {num_executors}")
+    if largest == 0.0:
+        return [0.0] * num_executors
+    if num_executors == 1:
+        return [float(largest)]
+    return [float(value) for value in np.geomspace(smallest, largest, num_executors)]
+
+
 class ConstantEpsilon:
     """The same epsilon at every step."""
 

@@ -4,9 +4,9 @@ trainer and executors."""
 from typing import Any, Iterator, Optional
 
 from acme.tf import variable_utils
-import numpy as np
 import reverb
 
+from mava_systems.components.actor_critic import action_bounds
 from mava_systems.dmpo.execution import DMPOExecutor
 from mava_systems.dmpo.networks import DMPONetworks, make_networks
 from mava_systems.dmpo.training import DMPOTrainer
@@ -49,8 +49,5 @@ class DMPOBuilder(MADQNBuilder):
                       variable_client: Any = None, seed: int = 0,
                       greedy: bool = False) -> DMPOExecutor:
         """An executor sampling the policy (or acting with its mean, for evaluation)."""
-        bounds = {}
-        for key, agents in self.stacker.agents_by_network.items():
-            spec = self.environment_spec.actions[agents[0]]
-            bounds[key] = (np.asarray(spec.minimum, np.float32), np.asarray(spec.maximum, np.float32))
-        return DMPOExecutor(networks, bounds, adder, variable_client, seed, greedy)
+        return DMPOExecutor(networks, action_bounds(self.environment_spec, self.agent_networks),
+                            adder, variable_client, seed, greedy)

@@ -1,19 +1,10 @@
 """DMPO hyper-parameters, validated on construction."""
 
 import dataclasses
-import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import RunConfig, bounded, validate
-
-
-def _check_sizes(name: str, sizes) -> Tuple[int, ...]:
-    if (not isinstance(sizes, (tuple, list)) or not sizes or any(
-            isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
-            for size in sizes)):
-        raise ValueError(f"DMPOConfig.{name} must be a non-empty sequence of positive integers, "
-                         f"got {sizes!r}")
-    return tuple(int(size) for size in sizes)
+from mava_systems.config import (RunConfig, bounded, check_replay_sizes, check_sizes, check_support,
+                                 validate)
 
 
 @dataclasses.dataclass
@@ -65,11 +56,7 @@ class DMPOConfig(RunConfig):
 
     def __post_init__(self):
         validate(self)
-        if self.max_replay_size < self.min_replay_size:
-            raise ValueError(
-                f"DMPOConfig.max_replay_size ({self.max_replay_size}) must be at least "
-                f"min_replay_size ({self.min_replay_size})")
-        if self.vmax <= self.vmin:
-            raise ValueError(f"DMPOConfig.vmax ({self.vmax}) must exceed vmin ({self.vmin})")
-        self.policy_hidden_sizes = _check_sizes("policy_hidden_sizes", self.policy_hidden_sizes)
-        self.critic_hidden_sizes = _check_sizes("critic_hidden_sizes", self.critic_hidden_sizes)
+        check_replay_sizes(self)
+        check_support(self)
+        check_sizes(self, "policy_hidden_sizes")
+        check_sizes(self, "critic_hidden_sizes")

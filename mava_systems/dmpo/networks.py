@@ -1,13 +1,13 @@
 """DMPO's networks: a Gaussian policy and a distributional critic per network key, with targets."""
 
-import dataclasses
-from typing import Callable, Dict, List, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from acme.tf import networks as acme_networks
 from dm_env import specs
 import sonnet as snt
 import tensorflow as tf
 
+from mava_systems.components.actor_critic import ActorCriticNetworks
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network
 
@@ -42,25 +42,8 @@ def make_default_networks(observation_spec: specs.Array, action_spec: specs.Boun
     return policy, critic
 
 
-@dataclasses.dataclass
-class DMPONetworks:
-    """Online and target policies and critics keyed by network key, and which agent uses which."""
-
-    policies: Dict[str, snt.Module]
-    critics: Dict[str, snt.Module]
-    target_policies: Dict[str, snt.Module]
-    target_critics: Dict[str, snt.Module]
-    agent_networks: Dict[str, str]
-
-    @property
-    def agents_by_network(self) -> Dict[str, List[str]]:
-        """Agents grouped by the network they share, in agent order."""
-        return agents_by_network(self.agent_networks)
-
-    def trained_modules(self) -> Dict[str, snt.Module]:
-        """Every trained module, by name."""
-        return {**{f"policy/{key}": policy for key, policy in self.policies.items()},
-                **{f"critic/{key}": critic for key, critic in self.critics.items()}}
+# DMPO trains the shared actor-critic networks (its name kept for its users).
+DMPONetworks = ActorCriticNetworks
 
 
 def _build(network_factory: DMPONetworkFactory, observation_spec: specs.Array,
@@ -98,8 +81,5 @@ def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[s
             network_factory, observation_spec, action_spec, key)
         networks.target_policies[key], networks.target_critics[key] = _build(
             network_factory, observation_spec, action_spec, key)
-        for online, target in ((networks.policies[key], networks.target_policies[key]),
-                               (networks.critics[key], networks.target_critics[key])):
-            for target_variable, variable in zip(target.variables, online.variables):
-                target_variable.assign(variable)
+    networks.copy_to_targets()
     return networks

@@ -74,6 +74,14 @@ class MADQNNetworks:
         """Agents grouped by the network they share, in agent order."""
         return agents_by_network(self.agent_networks)
 
+    def trained_modules(self) -> Dict[str, snt.Module]:
+        """Every trained module, by name (recorded in run.json): the online Q-networks."""
+        return dict(self.q_networks)
+
+    def acting_modules(self) -> Dict[str, snt.Module]:
+        """The modules executors act with, by their name in a trainer checkpoint."""
+        return {f"q_network/{key}": network for key, network in self.q_networks.items()}
+
 
 def make_networks(
     environment_spec: MAEnvironmentSpec,

@@ -34,6 +34,8 @@ class MADQN(DistributedSystem):
     builder_class = MADQNBuilder
     system_name = "madqn"
     config_class = MADQNConfig
+    # The executors' log column of their exploration rate (`executor.epsilon`).
+    exploration_log_key = "epsilon"
 
     def __init__(
         self,
@@ -71,7 +73,7 @@ class MADQN(DistributedSystem):
             environment_factory = WithAgentIDs(environment_factory)
         self._environment_factory = environment_factory
         if exploration_schedules is None:
-            exploration_schedules = default_schedules(num_executors)
+            exploration_schedules = self.default_exploration_schedules(num_executors)
         elif len(exploration_schedules) != num_executors:
             raise ValueError(f"got {len(exploration_schedules)} exploration schedules for "
                              f"{num_executors} executors")
@@ -80,15 +82,21 @@ class MADQN(DistributedSystem):
         environment = environment_factory(evaluation=False, seed=self.config.seed)
         self.environment_spec = MAEnvironmentSpec.from_environment(environment)
         environment.close()
-        network_factory = network_factory or functools.partial(
-            make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
         self.builder = self.make_builder(
             network_keys(self.environment_spec.agents, self.config.shared_weights),
-            network_factory)
+            network_factory or self.make_default_network_factory())
         networks = self.builder.make_networks()  # Fails here, not in a node, on a bad network.
         self._network_variables = {
             key: [list(variable.shape) for variable in network.variables]
-            for key, network in networks.q_networks.items()}
+            for key, network in networks.trained_modules().items()}
+
+    def default_exploration_schedules(self, num_executors: int) -> Sequence[ExplorationSchedule]:
+        """One schedule per executor when none are given: constant epsilons spread as in Acme's DQN."""
+        return default_schedules(num_executors)
+
+    def make_default_network_factory(self) -> QNetworkFactory:
+        """The network factory when none is given: an MLP Q-network with `config.hidden_sizes`."""
+        return functools.partial(make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
 
     def make_builder(self, agent_networks: Dict[str, str],
                      network_factory: QNetworkFactory) -> MADQNBuilder:
@@ -165,5 +173,5 @@ class MADQN(DistributedSystem):
         label = f"executor_{executor_id}"
         logging.info("%s explores with %r from its step %d", label, schedule, start_step)
         return self.executor_loop(environment, executor, executor_counter, label,
-                                  extra_log_fn=lambda: {"epsilon": executor.epsilon})
+                                  extra_log_fn=lambda: {self.exploration_log_key: executor.epsilon})
 

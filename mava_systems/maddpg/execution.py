@@ -1,0 +1,49 @@
+"""MADDPG executors: each agent's deterministic policy plus clipped Gaussian exploration noise."""
+
+from typing import Dict, Mapping, Optional, Tuple
+
+from acme.adders import base as adders_base
+from acme.tf import variable_utils
+import numpy as np
+import tensorflow as tf
+
+from mava_systems.madqn.execution import ExplorationSchedule, MADQNExecutor
+from mava_systems.madqn.networks import observation_to_input
+from mava_systems.maddpg.networks import MADDPGNetworks
+from wrappers import OLT
+
+
+class MADDPGExecutor(MADQNExecutor):
+    """Acts with the policies; stacking, replay writing and variable fetching are MADQN's.
+
+    The exploration schedule gives the noise scale at each step (the role
+    epsilon plays for MADQN): Gaussian noise with standard deviation scale x half
+    the action range is added to the policy's action, and the result clipped to
+    the action bounds. A scale of 0 acts with the policy alone (evaluation).
+
+    Args:
+      action_bounds: per network key, the (minimum, maximum) arrays of its action spec.
+    """
+
+    def __init__(
+        self,
+        networks: MADDPGNetworks,
+        action_bounds: Mapping[str, Tuple[np.ndarray, np.ndarray]],
+        exploration_schedule: ExplorationSchedule,
+        adder: Optional[adders_base.Adder] = None,
+        variable_client: Optional[variable_utils.VariableClient] = None,
+        seed: int = 0,
+    ):
+        super().__init__(networks, exploration_schedule, adder, variable_client, seed)
+        self._action_bounds = {key: (tf.constant(low, tf.float32), tf.constant(high, tf.float32))
+                               for key, (low, high) in action_bounds.items()}
+
+    def _batched_policy(self, observations: Dict[str, OLT], epsilon: tf.Tensor
+                        ) -> Dict[str, tf.Tensor]:
+        actions = {}
+        for key, observation in observations.items():
+            action = self._networks.policies[key](observation_to_input(observation.observation))
+            low, high = self._action_bounds[key]
+            noise = self._generator.normal(tf.shape(action)) * epsilon * (high - low) / 2.0
+            actions[key] = tf.clip_by_value(action + noise, low, high)
+        return actions

@@ -1,0 +1,203 @@
+"""The MADDPG trainer: deterministic policy gradients through per-agent critics, from n-step replay.
+
+MAD4PG's trainer is the same with a categorical critic (`MAD4PGTrainer`).
+"""
+
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from acme import types as acme_types
+from acme.tf import losses as acme_losses
+from acme.tf import networks as acme_networks
+from acme.utils import counting, loggers
+import reverb
+import sonnet as snt
+import tensorflow as tf
+
+from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.maddpg.networks import CriticInputs, MADDPGNetworks
+from mava_systems.madqn.networks import observation_to_input, variables_as_numpy
+from mava_systems.madqn.training import merge_agents, split_agents
+
+
+def agent_actions(policy: snt.Module, observations: tf.Tensor) -> tf.Tensor:
+    """The policy's action for every stacked agent: observations [B, A, ...] -> [B, A, ...]."""
+    return split_agents(policy(observation_to_input(merge_agents(observations))),
+                        observations.shape[1])
+
+
+def masked_mean(values: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    """The mean of `values` over the entries where `mask` is 1 (0 if there are none)."""
+    return tf.reduce_sum(values * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+def categorical_critic_loss(q_tm1: acme_networks.DiscreteValuedDistribution, r_t: tf.Tensor,
+                            d_t: tf.Tensor, q_t: acme_networks.DiscreteValuedDistribution
+                            ) -> tf.Tensor:
+    """Per row, the cross-entropy of `q_tm1` against the target distribution r + d * Z(q_t)
+    projected onto `q_tm1`'s support: Acme's categorical loss (its `l2_project`), as DMPO's."""
+    return acme_losses.categorical(q_tm1, r_t, d_t, q_t)
+
+
+class MADDPGTrainer(TrainerLoop):
+    """Trains every policy and critic from sampled n-step transitions; one compiled step.
+
+    For every agent i (its policy and critic are its network key's, shared by
+    the agents of that key), with the critic's input built by `critic_inputs`:
+      - critic: Q_i(x, a) towards R_i + D_i * discount * Q'_i(x', mu'(o')), the
+        target critics at the target policies' next actions of every agent;
+      - policy: ascends Q_i(x, a with a_i = mu_i(o_i)), agent i's action from its
+        current policy and the others' from replay.
+    Rows of agents no longer in the episode at an item's start are left out.
+    All critics take one clipped Adam step on their summed loss, and all policies
+    one on theirs. Targets are copied every `target_update_period` steps or,
+    with `target_update_rate`, move that fraction towards the online networks
+    every step (Polyak averaging).
+    """
+
+    def __init__(
+        self,
+        networks: MADDPGNetworks,
+        critic_inputs: CriticInputs,
+        dataset: Iterator[reverb.ReplaySample],
+        discount: float,
+        policy_learning_rate: float,
+        critic_learning_rate: float,
+        max_gradient_norm: float,
+        target_update_period: int = 100,
+        target_update_rate: Optional[float] = None,
+        unpack: Optional[Callable[[tf.Tensor], acme_types.Transition]] = None,
+        counter: Optional[counting.Counter] = None,
+        logger: Optional[loggers.Logger] = None,
+        make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+    ):
+        self._networks = networks
+        self._critic_inputs = critic_inputs
+        self._discount = tf.constant(discount, tf.float32)
+        self._max_gradient_norm = max_gradient_norm
+        self._target_update_period = target_update_period
+        self._target_update_rate = target_update_rate
+        self._policy_optimizer = snt.optimizers.Adam(policy_learning_rate)
+        self._critic_optimizer = snt.optimizers.Adam(critic_learning_rate)
+        self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack)  # Restores `state`.
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        """Everything a checkpoint of this trainer holds."""
+        networks = self._networks
+        state: Dict[str, Any] = {"num_steps": self._num_steps,
+                                 "policy_optimizer": self._policy_optimizer,
+                                 "critic_optimizer": self._critic_optimizer}
+        for key in networks.policies:
+            state.update({f"policy/{key}": networks.policies[key],
+                          f"critic/{key}": networks.critics[key],
+                          f"target_policy/{key}": networks.target_policies[key],
+                          f"target_critic/{key}": networks.target_critics[key]})
+        return state
+
+    def critic_loss(self, q_tm1: Any, r_t: tf.Tensor, d_t: tf.Tensor, q_t: Any) -> tf.Tensor:
+        """Per row, the critic's loss: half the squared TD error (d_t holds the discount)."""
+        target = tf.stop_gradient(r_t + d_t * q_t)
+        return 0.5 * tf.square(target - q_tm1)
+
+    def values(self, critic_output: Any) -> tf.Tensor:
+        """The critic's value per row (a distribution's mean, for a distributional critic)."""
+        return critic_output
+
+    def _evaluate(self, critic: snt.Module, inputs: tf.Tensor) -> Any:
+        """The critic on inputs [B, A, size], rows merged batch-major ([B * A])."""
+        return critic(merge_agents(inputs))
+
+    def losses(self, transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor,
+                                                                   Dict[str, tf.Tensor]]:
+        """The critics' and the policies' losses on a batch, and scalars to log."""
+        networks = self._networks
+        keys = list(networks.policies)
+        observations = {key: transitions.observation[key].observation for key in keys}
+        next_observations = {key: transitions.next_observation[key].observation for key in keys}
+        states = next_states = None
+        if self._critic_inputs.architecture == "state":
+            states = transitions.extras["env_state"]
+            next_states = transitions.extras["next_env_state"]
+        actions = {key: tf.cast(transitions.action[key], tf.float32) for key in keys}
+        next_actions = {key: agent_actions(networks.target_policies[key], next_observations[key])
+                        for key in keys}
+        inputs = self._critic_inputs(observations, actions, states)
+        next_inputs = self._critic_inputs(next_observations, next_actions, next_states)
+        own_actions = {key: agent_actions(networks.policies[key], observations[key])
+                       for key in keys}
+        policy_inputs = self._critic_inputs(observations, actions, states, own_actions)
+
+        critic_loss = policy_loss = 0.0
+        q_values = []
+        for key in keys:
+            present = merge_agents(1.0 - tf.cast(transitions.observation[key].terminal, tf.float32))
+            r_t = tf.cast(merge_agents(transitions.reward[key]), tf.float32)
+            d_t = self._discount * tf.cast(merge_agents(transitions.discount[key]), tf.float32)
+            critic = networks.critics[key]
+            q_tm1 = self._evaluate(critic, inputs[key])
+            q_t = self._evaluate(networks.target_critics[key], next_inputs[key])
+            critic_loss += masked_mean(self.critic_loss(q_tm1, r_t, d_t, q_t), present)
+            policy_q = self.values(self._evaluate(critic, policy_inputs[key]))
+            policy_loss += -masked_mean(policy_q, present)
+            q_values.append(masked_mean(self.values(q_tm1), present))
+        return critic_loss, policy_loss, {"q_value": tf.reduce_mean(tf.stack(q_values))}
+
+    @tf.function
+    def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
+        """One clipped step of every critic and every policy; returns the scalars to log."""
+        networks = self._networks
+        critic_variables = [variable for critic in networks.critics.values()
+                            for variable in critic.trainable_variables]
+        policy_variables = [variable for policy in networks.policies.values()
+                            for variable in policy.trainable_variables]
+        with tf.GradientTape(persistent=True) as tape:
+            critic_loss, policy_loss, fetches = self.losses(sample.data)
+        critic_norm = self._apply(self._critic_optimizer, tape.gradient(critic_loss, critic_variables),
+                                  critic_variables)
+        policy_norm = self._apply(self._policy_optimizer, tape.gradient(policy_loss, policy_variables),
+                                  policy_variables)
+        del tape
+        self._num_steps.assign_add(1)
+        self._update_targets()
+        return {"critic_loss": critic_loss, "policy_loss": policy_loss,
+                "critic_gradient_norm": critic_norm, "policy_gradient_norm": policy_norm, **fetches}
+
+    def _apply(self, optimizer: snt.Optimizer, gradients: Sequence[tf.Tensor],
+               variables: Sequence[tf.Variable]) -> tf.Tensor:
+        """One clipped optimizer step; returns the gradients' global norm before clipping."""
+        gradients, norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
+        optimizer.apply(gradients, variables)
+        return norm
+
+    def _update_targets(self) -> None:
+        if self._target_update_rate is not None:
+            self._move_targets(self._target_update_rate)
+        elif tf.math.mod(self._num_steps, self._target_update_period) == 0:
+            self._move_targets(1.0)
+
+    def _move_targets(self, rate: float) -> None:
+        """Moves every target network `rate` of the way to its online network (1: a copy)."""
+        networks = self._networks
+        for targets, onlines in ((networks.target_policies, networks.policies),
+                                 (networks.target_critics, networks.critics)):
+            for key, online in onlines.items():
+                for target_variable, variable in zip(targets[key].variables, online.variables):
+                    target_variable.assign(rate * variable + (1.0 - rate) * target_variable)
+
+    def get_variables(self, names: Sequence[str]) -> List[List[Any]]:
+        """The current online policy variables of the named networks (what executors act with)."""
+        return variables_as_numpy(self._networks.policies, names)
+
+
+class MAD4PGTrainer(MADDPGTrainer):
+    """MADDPG's trainer with categorical critics: the distributional Bellman target projected
+    onto the critic's support (`categorical_critic_loss`); policies ascend the critics' means."""
+
+    def critic_loss(self, q_tm1: Any, r_t: tf.Tensor, d_t: tf.Tensor, q_t: Any) -> tf.Tensor:
+        """Per row, `categorical_critic_loss`."""
+        return categorical_critic_loss(q_tm1, r_t, d_t, q_t)
+
+    def values(self, critic_output: Any) -> tf.Tensor:
+        """The mean of each row's return distribution."""
+        return critic_output.mean()
