@@ -52,8 +52,6 @@ class MADDPG(MADQN):
                      network_factory: MADDPGNetworkFactory) -> MADQNBuilder:
         """The builder, once the config and the environment are known to suit the system."""
         name = type(self).__name__
-        if not isinstance(self.config, self.config_class):
-            raise ValueError(f"{name} needs a {self.config_class.__name__}, got {self.config!r}")
         check_continuous_actions(self.environment_spec, name)
         if self.config.critic == "state" and "env_state" not in self.environment_spec.extras:
             raise ValueError(f"{name}: critic='state' needs the environment's global state, but "

@@ -64,6 +64,9 @@ class MADQN(DistributedSystem):
           run_dir: where logs and checkpoints go (default: `runs/<system_name>-<time>`).
         """
         self.config = config if config is not None else self.config_class()
+        if not isinstance(self.config, self.config_class):
+            raise ValueError(f"{type(self).__name__} needs a {self.config_class.__name__}, "
+                             f"got {self.config!r}")
         super().__init__(num_executors, num_caches, max_executor_steps, run_dir,
                          self.config.checkpoint_interval_s, self.config.max_checkpoints_to_keep,
                          name=self.system_name)
