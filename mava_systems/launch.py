@@ -129,7 +129,8 @@ def topology_from_flags(executor_name: str = "executor") -> dict:
 
 def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
                  executor_name: str = "executor", default_num_caches: Optional[int] = 0,
-                 config_defaults: Optional[Mapping[str, Any]] = None
+                 config_defaults: Optional[Mapping[str, Any]] = None,
+                 family_env_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None
                  ) -> Callable[[Sequence[str]], None]:
     """Defines the example flags and returns an `app.run` main that builds and runs the system.
 
@@ -138,6 +139,8 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     (`num_actors` and `max_actor_steps` with `executor_name="actor"`; no
     `num_caches` with `default_num_caches=None`). `config_defaults` overrides
     the config's defaults for this example (see `define_config_flags`).
+    `family_env_kwargs` gives constructor arguments for the environments of a
+    family, e.g. `{"mpe": {"continuous_actions": True}}`.
     """
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
     define_config_flags(config_class, config_defaults)
@@ -149,7 +152,8 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
         try:
             configure_tensorflow_threads(FLAGS.tf_threads)
             system = system_class(
-                environment_factory=wrappers.make_environment_factory(FLAGS.env),
+                environment_factory=wrappers.make_environment_factory(
+                    FLAGS.env, **(family_env_kwargs or {}).get(FLAGS.env.partition("/")[0], {})),
                 config=config_from_flags(config_class),
                 **topology_from_flags(executor_name))
             status = prepare(system)

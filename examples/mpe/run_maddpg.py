@@ -1,0 +1,28 @@
+"""Trains MADDPG on a PettingZoo MPE environment with continuous actions (default:
+simple_spread_v3, 3 cooperative agents; MPE environments are made with continuous_actions=True).
+
+    python examples/mpe/run_maddpg.py --lp_launch_type=local_mt --max_executor_steps=20000
+    python examples/mpe/run_maddpg.py --lp_launch_type=local_mp --num_executors=2
+
+Every MADDPGConfig field is a flag too (e.g. --critic=state --batch_size=128).
+"""
+
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
+
+from mava_systems import launch, maddpg
+
+# MPE's episodes are short (25 steps) and its rewards dense: as for MADQN (run_madqn.py), a
+# discount of 0.9.
+MPE_DEFAULTS = {"discount": 0.9}
+
+main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3",
+                           config_defaults=MPE_DEFAULTS,
+                           family_env_kwargs={"mpe": {"continuous_actions": True}})
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,21 @@
+"""Trains MADDPG on a PettingZoo SISL environment (default: multiwalker_v9, 3 walkers).
+
+    python examples/sisl/run_maddpg.py --lp_launch_type=local_mt --max_executor_steps=20000
+    python examples/sisl/run_maddpg.py --lp_launch_type=local_mp --num_executors=2 --critic=state
+
+Every MADDPGConfig field is a flag too (e.g. --critic=decentralised --target_update_rate=0.005).
+"""
+
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
+
+from mava_systems import launch, maddpg
+
+main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="sisl/multiwalker_v9")
+
+if __name__ == "__main__":
+    app.run(main)
