@@ -111,3 +111,24 @@ class RunConfig:
 
     def __post_init__(self):
         validate(self)
+
+
+@dataclasses.dataclass
+class UniformReplayConfig(RunConfig):
+    """`RunConfig`'s fields and those of a uniformly sampled, rate-limited replay (the table
+    MADQN's builder makes, never prioritised), for systems that sample uniformly."""
+
+    min_replay_size: int = bounded(1000, 1, doc="Transitions in replay before training starts.")
+    max_replay_size: int = bounded(1_000_000, 1, doc="Replay capacity in transitions.")
+    samples_per_insert: Optional[float] = bounded(
+        32.0, 0.0, low_inclusive=False, optional=True,
+        doc="Sampled transitions per inserted one (None: no rate limit).")
+    prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
+    dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
+
+    # Read by the replay table MADQN's builder makes: sampling is uniform.
+    prioritized_replay = False
+
+    def __post_init__(self):
+        validate(self)
+        check_replay_sizes(self)

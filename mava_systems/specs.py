@@ -1,7 +1,7 @@
 """The multi-agent environment specification every system is built from."""
 
 import dataclasses
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
 from acme import specs as acme_specs
 from dm_env import specs
@@ -63,3 +63,22 @@ def agents_by_network(agent_networks: Mapping[str, str]) -> Dict[str, List[str]]
     for agent, key in agent_networks.items():
         grouped.setdefault(key, []).append(agent)
     return grouped
+
+
+def network_specs(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[str, str]
+                  ) -> Iterator[Tuple[str, List[str], specs.Array, specs.Array]]:
+    """(key, its agents, observation spec, action spec) of every network, in key order.
+
+    Raises:
+      ValueError: if agents sharing a network have different observation or action specs.
+    """
+    for key, agents in agents_by_network(agent_networks).items():
+        observation_spec = environment_spec.observations[agents[0]].observation
+        action_spec = environment_spec.actions[agents[0]]
+        for agent in agents[1:]:
+            if (environment_spec.observations[agent].observation != observation_spec
+                    or environment_spec.actions[agent] != action_spec):
+                raise ValueError(
+                    f"agents {agents[0]!r} and {agent!r} share network {key!r} but have different "
+                    "observation or action specs; use shared_weights=False")
+        yield key, agents, observation_spec, action_spec

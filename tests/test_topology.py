@@ -16,8 +16,9 @@ from launchpad.nodes.courier.node import CourierHandle
 from launchpad.nodes.reverb.node import ReverbHandle
 import pytest
 
-from mava_systems import madqn, qmix, vdn
+from mava_systems import maddpg, madqn, qmix, vdn
 from mava_systems.components.cacher import CacherNode, VariableCache
+import wrappers
 
 CASES = [  # (num_executors, num_caches, max_executor_steps)
     (1, 0, None),
@@ -68,6 +69,21 @@ def test_program_topology(systems, case):
 def test_subclass_programs_have_madqns_topology(line_world_factory, tmp_path, system_class, case):
     check_program_topology(make_system(system_class, line_world_factory, case,
                                        str(tmp_path / "run")), case)
+
+
+CONTINUOUS_CASES = [(system_class, case) for system_class in (maddpg.MADDPG, maddpg.MAD4PG)
+                    for case in (CASES[1], CASES[3])]
+
+
+@pytest.mark.parametrize("system_class,case", CONTINUOUS_CASES,
+                         ids=[f"{cls.system_name}-e{e}-c{c}-s{s}"
+                              for cls, (e, c, s) in CONTINUOUS_CASES])
+def test_continuous_action_programs_have_madqns_topology(tmp_path, system_class, case):
+    config = system_class.config_class(policy_hidden_sizes=(8,), critic_hidden_sizes=(8,))
+    system = system_class(wrappers.make_environment_factory("debug/reach_v0"),
+                          num_executors=case[0], num_caches=case[1], max_executor_steps=case[2],
+                          config=config, run_dir=str(tmp_path / "run"))
+    check_program_topology(system, case)
 
 
 def check_program_topology(system, case):

@@ -1,14 +1,13 @@
 """DMPO hyper-parameters, validated on construction."""
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Tuple
 
-from mava_systems.config import (RunConfig, bounded, check_replay_sizes, check_sizes, check_support,
-                                 validate)
+from mava_systems.config import UniformReplayConfig, bounded, check_sizes, check_support
 
 
 @dataclasses.dataclass
-class DMPOConfig(RunConfig):
+class DMPOConfig(UniformReplayConfig):
     """Every DMPO hyper-parameter, with its allowed range."""
 
     # Learning.
@@ -38,25 +37,15 @@ class DMPOConfig(RunConfig):
     policy_hidden_sizes: Tuple[int, ...] = (256, 256)
     critic_hidden_sizes: Tuple[int, ...] = (256, 256)
 
-    # Replay (uniform).
-    min_replay_size: int = bounded(1000, 1, doc="Transitions in replay before training starts.")
-    max_replay_size: int = bounded(1_000_000, 1, doc="Replay capacity in transitions.")
-    samples_per_insert: Optional[float] = bounded(
-        32.0, 0.0, low_inclusive=False, optional=True,
-        doc="Sampled transitions per inserted one (None: no rate limit).")
-    prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
+    # Replay: uniform (see `UniformReplayConfig`), with two sampling streams.
     dataset_parallel_calls: int = bounded(2, 1, doc="Parallel Reverb sampling streams.")
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Actor steps between variable fetches.")
     evaluation_episodes: int = bounded(4, 1, doc="Evaluation episodes (policy mean) per round.")
 
-    # Read by the replay table MADQN's builder makes: DMPO samples uniformly.
-    prioritized_replay = False
-
     def __post_init__(self):
-        validate(self)
-        check_replay_sizes(self)
+        super().__post_init__()
         check_support(self)
         check_sizes(self, "policy_hidden_sizes")
         check_sizes(self, "critic_hidden_sizes")

@@ -3,16 +3,15 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import (RunConfig, bounded, check_replay_sizes, check_sizes, check_support,
-                                 validate)
+from mava_systems.config import UniformReplayConfig, bounded, check_sizes, check_support
 
 # What each agent's critic sees besides its own index (see `maddpg.networks.CriticInputs`).
 CRITIC_ARCHITECTURES = ("decentralised", "centralised", "state")
 
 
 @dataclasses.dataclass
-class MADDPGConfig(RunConfig):
-    """Every MADDPG hyper-parameter, with its allowed range."""
+class MADDPGConfig(UniformReplayConfig):
+    """Every MADDPG hyper-parameter, with its allowed range (replay's: `UniformReplayConfig`)."""
 
     # Critic architecture: "decentralised" (the agent's own observation and action),
     # "centralised" (every agent's observation and action, in the environment's agent order)
@@ -50,24 +49,11 @@ class MADDPGConfig(RunConfig):
     min_noise_scale: float = bounded(0.05, 0.0, 1.0, low_inclusive=False,
                                      doc="Smallest executor's exploration noise scale.")
 
-    # Replay (uniform).
-    min_replay_size: int = bounded(1000, 1, doc="Transitions in replay before training starts.")
-    max_replay_size: int = bounded(1_000_000, 1, doc="Replay capacity in transitions.")
-    samples_per_insert: Optional[float] = bounded(
-        32.0, 0.0, low_inclusive=False, optional=True,
-        doc="Sampled transitions per inserted one (None: no rate limit).")
-    prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
-    dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
-
     # Acting.
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
 
-    # Read by the replay table MADQN's builder makes: MADDPG samples uniformly.
-    prioritized_replay = False
-
     def __post_init__(self):
-        validate(self)
-        check_replay_sizes(self)
+        super().__post_init__()
         if self.critic not in CRITIC_ARCHITECTURES:
             raise ValueError(f"{type(self).__name__}.critic must be one of "
                              f"{CRITIC_ARCHITECTURES}, got {self.critic!r}")

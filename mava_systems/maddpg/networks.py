@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from mava_systems.components.actor_critic import ActorCriticNetworks
 from mava_systems.madqn.networks import observation_to_input
-from mava_systems.specs import MAEnvironmentSpec, agents_by_network
+from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
 # factory(observation_spec, action_spec) -> (policy, critic): the policy maps observations
 # [B, *obs] to actions [B, *action] within the spec's bounds; the critic maps its input
@@ -173,15 +173,7 @@ def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[s
         specs, or on networks that do not fit the specs.
     """
     networks = MADDPGNetworks({}, {}, {}, {}, dict(agent_networks))
-    for key, agents in agents_by_network(agent_networks).items():
-        observation_spec = environment_spec.observations[agents[0]].observation
-        action_spec = environment_spec.actions[agents[0]]
-        for agent in agents[1:]:
-            if (environment_spec.observations[agent].observation != observation_spec
-                    or environment_spec.actions[agent] != action_spec):
-                raise ValueError(
-                    f"agents {agents[0]!r} and {agent!r} share network {key!r} but have different "
-                    "observation or action specs; use shared_weights=False")
+    for key, _, observation_spec, action_spec in network_specs(environment_spec, agent_networks):
         for online in (True, False):
             policy, critic = _build(network_factory, observation_spec, action_spec,
                                     critic_inputs.input_size(key), distributional, key)

@@ -9,7 +9,7 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.specs import MAEnvironmentSpec, agents_by_network
+from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
 # network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions].
 QNetworkFactory = Callable[[specs.Array, specs.DiscreteArray], snt.Module]
@@ -95,15 +95,8 @@ def make_networks(
         network's output does not have one value per action.
     """
     q_networks, target_q_networks = {}, {}
-    for key, agents in agents_by_network(agent_networks).items():
-        observation_spec = environment_spec.observations[agents[0]].observation
-        action_spec = environment_spec.actions[agents[0]]
-        for agent in agents[1:]:
-            if (environment_spec.observations[agent].observation != observation_spec
-                    or environment_spec.actions[agent] != action_spec):
-                raise ValueError(
-                    f"agents {agents[0]!r} and {agent!r} share network {key!r} but have different "
-                    "observation or action specs; use shared_weights=False")
+    for key, agents, observation_spec, action_spec in network_specs(environment_spec,
+                                                                    agent_networks):
         if not isinstance(action_spec, specs.DiscreteArray):
             raise ValueError(
                 f"MADQN needs discrete actions, but agent {agents[0]!r} has action spec {action_spec}")
