@@ -75,7 +75,7 @@ def test_a_killed_mad4pg_run_resumes_its_counts_and_weights_and_evaluates(tmp_pa
     saved_steps = int(status.counts["executor_steps"])
     limit = saved_steps + 300
     second = program_helpers.run_example(script("mad4pg"), run_dir, *flags,
-                                         f"--max_executor_steps={limit}")
+                                         f"--max_executor_steps={limit}", timeout=600)
     match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
                       second)
     assert match and int(match.group(1)) == status.trainer_steps, second[-3000:]

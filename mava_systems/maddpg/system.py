@@ -24,12 +24,10 @@ class MADDPG(MADQN):
     replay, counter, coordinator, trainer, evaluator, caches and round-robin
     executors. Takes MADQN's arguments; `network_factory(observation_spec,
     action_spec)` returns (policy, critic) (see `maddpg.networks`), and
-    `exploration_schedules` give noise scales.
-
-    Raises (on construction, before any process starts):
-      ValueError: on a config of another class, an environment with discrete
-        actions (use MADQN, QMIX or MAPPO), or a "state" critic for an
-        environment without a global state.
+    `exploration_schedules` give noise scales. The constructor refuses, before
+    any process starts, a config of another class, an environment with discrete
+    actions (pointing to MADQN, QMIX or MAPPO), and a "state" critic for an
+    environment without a global state.
     """
 
     builder_class = MADDPGBuilder
