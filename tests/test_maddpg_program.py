@@ -93,7 +93,8 @@ def test_a_killed_mad4pg_run_resumes_its_counts_and_weights_and_evaluates(tmp_pa
                                     f"--max_executor_steps={limit + 100}", "--critic=centralised")
 
     result = evaluate_checkpoint(run_dir, "--episodes=4", "--seed=1")
-    assert result["episodes"] == 4 and -12.0 < result["mean_return"] <= 0.0
+    # Summed over both agents (each gets the team's reward): at worst 10 steps x 2 x sqrt(2).
+    assert result["episodes"] == 4 and -2 * 10 * 2 ** 0.5 <= result["mean_return"] < 0.0
     assert result["checkpoint"].startswith(os.path.join(run_dir, "checkpoints", "trainer"))
 
 
