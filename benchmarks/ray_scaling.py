@@ -108,6 +108,9 @@ def main() -> None:
     parser.add_argument("--executors", default=DEFAULT_EXECUTORS,
                         help=f"comma-separated executor counts (default {DEFAULT_EXECUTORS})")
     program.add_run_arguments(parser)
+    # Up to 8 executors and the cluster share a small machine: start-up and stop take longer
+    # (the launcher writes ray_nodes.json, with the calls served, only after a clean stop).
+    parser.set_defaults(startup_timeout=900.0, stop_timeout=240.0)
     args = common.check_args(parser.parse_args())
     counts = parse_executor_counts(args.executors)
 
