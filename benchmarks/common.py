@@ -351,6 +351,19 @@ class ProcessTree:
         self.max_processes = max(self.max_processes, count)
         return rss, pss
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the tree's live processes have used (with their reaped
+        children's)."""
+        total = 0.0
+        for process in self.processes():
+            try:
+                times = process.cpu_times()
+                total += times.user + times.system + times.children_user + times.children_system
+            except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
+                    self._psutil.AccessDenied):
+                pass
+        return total
+
     def kill_leftovers(self) -> List[int]:
         """SIGKILLs every process of the tree that is still alive; returns their pids."""
         psutil = self._psutil

@@ -25,12 +25,13 @@ The counts come from the trainer's CSV rows, read each time the file grows
 (see TrainerLog), so they do not depend on the program exiting cleanly.
 """
 
+import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,6 +41,7 @@ from benchmarks import common  # noqa: E402
 DEFAULT_CONFIGS = "local_mt:1,local_mt:2,local_mp:1,local_mp:2"
 # `ray` runs the program on a local Ray started by the launcher (docs/cluster.md).
 LAUNCH_TYPES = ("local_mt", "local_mp", "ray")
+RAY_RECORD_FILE = "ray_nodes.json"  # mava_systems.ray_launch.RECORD_FILE, without importing Ray.
 RSS_INTERVAL_S = 0.5
 POLL_INTERVAL_S = 0.1
 
@@ -101,8 +103,22 @@ class TrainerLog:
         return next((record for record in self.records if record[0] >= moment), self.records[-1])
 
 
-def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
-    """One run of the example; its figures."""
+def served_calls(run_dir: str) -> Optional[Dict[str, Dict[str, int]]]:
+    """{node: {method: calls}} the nodes of a Ray run served one another (None otherwise)."""
+    try:
+        with open(os.path.join(run_dir, RAY_RECORD_FILE)) as record_file:
+            return json.load(record_file).get("served_calls")
+    except (OSError, ValueError):
+        return None
+
+
+def run_once(launch_type: str, executors: int, args: Any,
+             cpu_tree: Optional[common.ProcessTree] = None) -> Dict[str, Any]:
+    """One run of the example; its figures.
+
+    `cpu_tree`: the processes whose CPU time the run is charged (default: the
+    launcher's tree; a simulated Ray cluster's nodes live outside it).
+    """
     key = config_key(launch_type, executors)
     run_dir = tempfile.mkdtemp(prefix=f"bench-program-{launch_type}-{executors}-")
     output_path = os.path.join(run_dir, "output.log")
@@ -113,6 +129,8 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
     launched = time.monotonic()
     process = common.start_example(command, output_path)
     tree = common.ProcessTree(process.pid)
+    cpu_tree = cpu_tree or tree
+    cpu_at_first_step: Optional[Tuple[float, float]] = None  # (time, CPU seconds)
     next_rss = launched
     error = None
     try:
@@ -125,6 +143,7 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
                 error = f"the program exited by itself (code {process.returncode})"
                 break
             if log.poll(now):
+                cpu_at_first_step = (now, cpu_tree.cpu_seconds())
                 common.progress(f"{key}: first trainer step {now - launched:.1f} s after launch")
             if not log.records and now - launched > args.startup_timeout:
                 error = f"no trainer step within {args.startup_timeout:g} s of launch"
@@ -134,8 +153,13 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
             time.sleep(POLL_INTERVAL_S)
     finally:
         stopped_at = time.monotonic()
+        cpu_at_stop = cpu_tree.cpu_seconds()
         stop = common.stop_example(process, tree, args.stop_timeout)
     result: Dict[str, Any] = {"stop": stop}
+    if cpu_at_first_step is not None and stopped_at > cpu_at_first_step[0]:
+        # CPU cores busy on average from the first trainer step to the stop.
+        result["cpu_cores"] = (cpu_at_stop - cpu_at_first_step[1]) / (stopped_at -
+                                                                      cpu_at_first_step[0])
     if args.keep_run_dirs:
         result["run_dir"] = run_dir
     try:
@@ -165,6 +189,7 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
             "executor_steps": [executor_0, executor_1],
             "trainer_steps": [trainer_0, trainer_1],
         })
+        result["served_calls"] = served_calls(os.path.join(run_dir, "run"))
         middle = log.record_at(start + args.seconds / 2)
         if middle[0] < end:
             result["trainer_sps_second_half"] = (trainer_1 - middle[1]) / (end - middle[0])
@@ -174,12 +199,9 @@ def run_once(launch_type: str, executors: int, args: Any) -> Dict[str, Any]:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def main() -> None:
-    parser = common.make_parser(
-        "program", __doc__.split("\n\n")[0], seconds=60.0,
-        seconds_help="seconds each program runs after its first trainer step", warmup=None)
-    parser.add_argument("--configs", default=DEFAULT_CONFIGS,
-                        help=f"comma-separated <launch type>:<executors> (default {DEFAULT_CONFIGS})")
+def add_run_arguments(parser: Any) -> None:
+    """The arguments `run_once` reads besides --seconds: --flag, --startup_timeout, --stop_timeout,
+    --keep_run_dirs."""
     parser.add_argument("--flag", action="append", default=[],
                         help="a flag passed on to the example, e.g. --flag=--batch_size=128 "
                              "(repeatable)")
@@ -190,6 +212,15 @@ def main() -> None:
                              "killed (default 60)")
     parser.add_argument("--keep_run_dirs", action="store_true",
                         help="keep the temporary run directories (logs, output.log)")
+
+
+def main() -> None:
+    parser = common.make_parser(
+        "program", __doc__.split("\n\n")[0], seconds=60.0,
+        seconds_help="seconds each program runs after its first trainer step", warmup=None)
+    parser.add_argument("--configs", default=DEFAULT_CONFIGS,
+                        help=f"comma-separated <launch type>:<executors> (default {DEFAULT_CONFIGS})")
+    add_run_arguments(parser)
     args = common.check_args(parser.parse_args())
     configs = parse_configs(args.configs)
 

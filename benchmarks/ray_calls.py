@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from absl import flags
 import launchpad as lp
@@ -62,8 +62,9 @@ class Timer:
         lp.stop()
 
 
-def measure(launch_type: str, calls: int) -> Dict[str, float]:
-    """Milliseconds per call of each method when the program runs under `launch_type`."""
+def measure(launch_type: str, calls: int, ray_address: Optional[str] = None) -> Dict[str, float]:
+    """Milliseconds per call of each method when the program runs under `launch_type` (on the
+    Ray cluster at `ray_address`, default a local Ray)."""
     out_path = os.path.join(tempfile.mkdtemp(prefix="bench-calls-"), "calls.json")
     program = lp.Program("calls")
     with program.group("source"):
@@ -71,7 +72,8 @@ def measure(launch_type: str, calls: int) -> Dict[str, float]:
     with program.group("timer"):
         program.add_node(lp.CourierNode(Timer, source, out_path, calls))
     if launch_type == ray_launch.LAUNCH_TYPE:
-        ray_launch.launch(program, ray_launch.RayLaunchConfig(termination_notice_s=10))
+        ray_launch.launch(program, ray_launch.RayLaunchConfig(address=ray_address,
+                                                              termination_notice_s=10))
     else:
         lp.launch(program, launch_type=launch_type, terminal="current_terminal").wait()
     with open(out_path) as out_file:

@@ -10,19 +10,20 @@ import dataclasses
 import json
 import os
 import threading
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Sequence, Tuple
 
 from absl import app, flags
-from acme.utils import counting
+from acme.utils import counting, loggers
 import numpy as np
 import scipy.stats
+import sonnet as snt
 import tensorflow as tf
 
 from mava_systems import registry
 from mava_systems.components.checkpointing import latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.run_directory import RUN_FILE
+from mava_systems.system import DistributedSystem
 import wrappers
 
 
@@ -66,41 +67,57 @@ def load_system(run_dir: str) -> Any:
 
 
 def can_evaluate(system: Any) -> bool:
-    """Whether this command can evaluate the system's checkpoints: its networks name the
-    modules executors act with (`acting_modules()`), restored from the trainer's checkpoint."""
-    builder = getattr(system, "builder", None)
-    return builder is not None and hasattr(builder.make_networks(), "acting_modules")
+    """Whether this command can evaluate the system's checkpoints: it has a builder (making
+    networks and a trainer) and a greedy executor."""
+    return (getattr(system, "builder", None) is not None
+            and type(system).greedy_executor is not DistributedSystem.greedy_executor)
 
 
-def restore_networks(system: Any) -> Any:
-    """The system's online networks, restored from the latest trainer checkpoint."""
+def _is_network_state(value: Any) -> bool:
+    """Whether a trainer's checkpointed object is part of what acting needs (networks and their
+    variables, not optimizers, whose slots exist only after a step)."""
+    return isinstance(value, (tf.Module, tf.Variable)) and not isinstance(value, snt.Optimizer)
+
+
+def restore_trainer(system: Any) -> Tuple[Any, str]:
+    """A trainer of the system (serving variables; never stepped) whose networks are restored
+    from the latest readable trainer checkpoint, and that checkpoint's path."""
     directory = os.path.join(system.run_dir, "checkpoints", "trainer")
     latest = latest_readable_checkpoint(directory)  # Skips damaged ones, with a warning.
     if latest is None:
         raise ValueError(f"no trainer checkpoint in {directory}")
-    networks = system.builder.make_networks()
-    checkpoint = tf.train.Checkpoint(**networks.acting_modules())
+    trainer = system.builder.make_trainer(
+        system.builder.make_networks(), dataset=iter(()), counter=counting.Counter(),
+        logger=loggers.NoOpLogger(), checkpoint=False)
+    state = {name: value for name, value in trainer.state.items() if _is_network_state(value)}
     try:
-        checkpoint.restore(latest).assert_existing_objects_matched().expect_partial()
+        tf.train.Checkpoint(**state).restore(latest).assert_existing_objects_matched() \
+            .expect_partial()
     except (tf.errors.OpError, AssertionError, ValueError) as error:
         raise ValueError(f"cannot restore the networks from {latest}: {error}") from error
-    return networks, latest
+    return trainer, latest
 
 
 def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
-    """Greedy returns of the latest checkpoint over `episodes` episodes (each, and their mean with a 95% interval)."""
+    """Greedy returns of the latest checkpoint over `episodes` episodes (each, and their mean
+    with a 95% interval), for any system with a builder and a `greedy_executor`."""
     if episodes < 2:
         raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
     system = load_system(run_dir)
-    networks, checkpoint = restore_networks(system)
-    executor = system.builder.make_executor(networks, ConstantEpsilon(0.0), seed=seed)
+    if not can_evaluate(system):
+        raise ValueError(f"{type(system).__name__} has no builder or greedy executor to "
+                         "evaluate with")
+    trainer, checkpoint = restore_trainer(system)
+    executor, variable_client = system.greedy_executor(trainer, seed)
+    variable_client.update_and_wait()
     environment = system.environment_factory(evaluation=True, seed=seed)
     loop = EnvironmentLoop(environment, executor, counting.Counter(), stop_event=threading.Event())
     returns = np.array([loop.run_episode()["episode_return"] for _ in range(episodes)])
     mean = float(returns.mean())
     half_width = float(scipy.stats.t.ppf(0.975, episodes - 1) * returns.std(ddof=1)
                        / np.sqrt(episodes))
-    return {"checkpoint": checkpoint, "episodes": episodes, "seed": seed, "mean_return": mean,
+    return {"checkpoint": checkpoint, "trainer_steps": trainer.num_steps,
+            "episodes": episodes, "seed": seed, "mean_return": mean,
             "ci95_low": mean - half_width, "ci95_high": mean + half_width,
             "std_return": float(returns.std(ddof=1)), "returns": returns.tolist()}
 

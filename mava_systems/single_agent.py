@@ -5,13 +5,10 @@ from typing import Any, Callable, Dict, Optional
 from acme.utils import counting
 from dm_env import specs
 
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem, check_count
 
-EVALUATOR_SEED_OFFSET = 10_000
 
 
 def single_agent_spec(environment_factory: Any, system: str, discrete: bool,
@@ -116,21 +113,13 @@ class SingleAgentSystem(DistributedSystem):
             replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
             logger=self.trainer_logger())
 
-    def evaluator(self, variable_source, counter):
-        """The evaluator: acts greedily with the source's latest variables."""
+    def greedy_executor(self, variable_source, seed):
+        """The greedy executor following the source's variables, and its variable client."""
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_executor(
-            networks, variable_client=variable_client,
-            seed=self.config.seed + EVALUATOR_SEED_OFFSET, greedy=True)
-        environment = self._environment_factory(
-            evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        # Synced at every episode: a round logs the counts as they stand when it ends.
-        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
-        loop = EnvironmentLoop(environment, executor, counter)
-        return Evaluator(loop, variable_client.update_and_wait, counter,
-                         self.node_logger("evaluator", "executor_steps"),
-                         self.config.evaluation_episodes, self.config.evaluation_interval_s)
+            networks, variable_client=variable_client, seed=seed, greedy=True)
+        return executor, variable_client
 
     def executor(self, executor_id, replay, variable_source, counter):
         """Actor `executor_id`: explores with its policy and writes to replay."""

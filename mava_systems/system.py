@@ -13,6 +13,7 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
+from acme.utils import counting
 import launchpad as lp
 import reverb
 
@@ -21,6 +22,7 @@ from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.logging import make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
@@ -28,6 +30,8 @@ from mava_systems.components.run_directory import (RunStatus, check_and_save_des
                                                    move_aside, read_status, release,
                                                    save_run_config)
 
+# The evaluator's seed is the run's seed plus this (executors take the run's seed plus 1, 2, ...).
+EVALUATOR_SEED_OFFSET = 10_000
 
 def default_run_dir(name: str, root: str = "runs") -> str:
     """A fresh timestamped run directory path, e.g. runs/madqn-20261129-211500."""
@@ -222,7 +226,23 @@ class DistributedSystem:
         raise NotImplementedError
 
     def evaluator(self, variable_source: Any, counter: Any) -> Any:
-        """The evaluator node's object."""
+        """The evaluator node's object: rounds of greedy episodes (see `greedy_executor`) with
+        the source's latest variables, logged against the executors' step count."""
+        executor, variable_client = self.greedy_executor(
+            variable_source, self.config.seed + EVALUATOR_SEED_OFFSET)
+        environment = self.environment_factory(
+            evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
+        # Synced at every episode: a round logs the counts as they stand when it ends.
+        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
+        loop = EnvironmentLoop(environment, executor, counter)
+        return Evaluator(loop, variable_client.update_and_wait, counter,
+                         self.node_logger("evaluator", "executor_steps"),
+                         self.config.evaluation_episodes, self.config.evaluation_interval_s)
+
+    def greedy_executor(self, variable_source: Any, seed: int) -> Tuple[Any, Any]:
+        """An executor acting greedily (no exploration) with the source's variables, and the
+        variable client it follows (`update_and_wait()` fetches them): what the evaluator
+        node and `python -m mava_systems.evaluate` act with."""
         raise NotImplementedError
 
     def executor(self, executor_id: int, replay: reverb.Client, variable_source: Any,

@@ -75,6 +75,15 @@ def evaluate_checkpoint(run_dir, *flags):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def assert_final_checkpoint_evaluates(run_dir, above, episodes=4):
+    """`python -m mava_systems.evaluate` restores the run's final trainer checkpoint (its step is
+    at least the trainer's last logged one) and its greedy policy scores above `above`."""
+    evaluation = evaluate_checkpoint(run_dir, f"--episodes={episodes}", "--seed=1")
+    assert evaluation["trainer_steps"] >= int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
+    assert evaluation["mean_return"] > above, evaluation
+    return evaluation
+
+
 def random_policy_return(env_name, episodes=50, seed=0):
     """Mean episode return of uniformly random actions in the one-agent environment `env_name`."""
     environment = wrappers.make_environment_factory(env_name)(seed=seed)

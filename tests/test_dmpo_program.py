@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from program_helpers import (evaluation_returns, random_policy_return, read_csv, run_example,
-                             stop_count)
+from program_helpers import (assert_final_checkpoint_evaluates, evaluation_returns,
+                             random_policy_return, read_csv, run_example, stop_count)
 
 SCRIPT = "gymnasium/run_dmpo.py"
 # Pendulum's returns lie in about [-1600, 0]: the critic's support covers [-1000, 0].
@@ -44,3 +44,5 @@ def test_dmpo_learns_pendulum_checkpoints_and_resumes(tmp_path):
     assert limit == 10500 and reached >= 10500
     after = evaluation_returns(run_dir)[len(returns):]
     assert after and max(after) > -450, after  # Restored, not retrained from scratch.
+    # `evaluate` restores the final checkpoint's policy and acts with its mean (random: -1200).
+    assert_final_checkpoint_evaluates(run_dir, above=-800)

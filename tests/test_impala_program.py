@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from program_helpers import (evaluation_returns, random_policy_return, read_csv, run_example,
-                             stop_count)
+from program_helpers import (assert_final_checkpoint_evaluates, evaluation_returns,
+                             random_policy_return, read_csv, run_example, stop_count)
 
 SCRIPT = "gymnasium/run_impala.py"
 FAST_CONFIG = ["--evaluation_interval_s=3", "--evaluation_episodes=2",
@@ -41,3 +41,6 @@ def test_impala_learns_cartpole_checkpoints_and_resumes(tmp_path):
     assert f"trainer: restored from checkpoint {run_dir}/checkpoints/trainer/ckpt-" in resumed
     reached, limit = stop_count(resumed)
     assert limit == 42000 and reached >= 42000
+    # `evaluate` restores the final checkpoint's policy: an untrained network's greedy play
+    # (always the same push) scores 8-10; a trained one, even mid-collapse, more.
+    assert_final_checkpoint_evaluates(run_dir, above=15)

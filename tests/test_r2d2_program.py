@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from program_helpers import (evaluation_returns, random_policy_return, read_csv, run_example,
-                             stop_count)
+from program_helpers import (assert_final_checkpoint_evaluates, evaluation_returns,
+                             random_policy_return, read_csv, run_example, stop_count)
 
 SCRIPT = "gymnasium/run_r2d2.py"
 FAST_CONFIG = ["--evaluation_interval_s=5", "--evaluation_episodes=2",
@@ -40,3 +40,5 @@ def test_r2d2_learns_cartpole_checkpoints_and_resumes(tmp_path):
     assert limit == 20000 and reached >= 20000
     after = evaluation_returns(run_dir)[len(returns):]
     assert after and after[0] > 2 * random_return, after  # Restored, not retrained from scratch.
+    # `evaluate` restores the final checkpoint's recurrent network (untrained greedy play: 8-10).
+    assert_final_checkpoint_evaluates(run_dir, above=15)

@@ -137,6 +137,11 @@ def test_madqn_runs_on_a_local_ray_on_loopback_and_leaves_no_process(tmp_path):
     assert record["nodes"]["replay/0"][0]["address"].startswith(LOOPBACK + ":")
     assert record["restarts"] == {name: 0 for name in record["nodes"]}
     assert len(set(node_pids(record))) == 7  # One process per node.
+    # What the nodes served one another: variables from the trainer, counts from the counter.
+    served = record["served_calls"]
+    assert served["trainer/0"].get("get_variables", 0) >= 2  # Each executor's first fetch.
+    assert served["counter/0"].get("increment", 0) > 0
+    assert "replay/0" not in served  # Reverb is reached directly, not through calls.
 
     assert read_status(run_dir).counts["executor_steps"] >= 400  # The counter's last save.
     trainer_rows = read_csv(run_dir, "trainer")

@@ -47,8 +47,8 @@ def read_final_evaluation(run_dir: str) -> Optional[Dict[str, Any]]:
 def final_evaluation(run_dir: str, episodes: int, seed: int) -> Dict[str, Any]:
     """The greedy evaluation of a run's latest checkpoint, or why the system cannot be evaluated so.
 
-    `mava_systems.evaluate` rebuilds Q-network systems only; for others (or any
-    failure) the reason is recorded and reports use the last evaluator round.
+    On any failure (e.g. no trainer checkpoint) the reason is recorded and
+    reports use the last evaluator round.
     """
     try:
         return evaluate.evaluate(run_dir, episodes, seed)

@@ -67,10 +67,6 @@ def make_distributional_networks(observation_spec: specs.Array, action_spec: spe
 class MADDPGNetworks(ActorCriticNetworks):
     """Online and target deterministic policies and critics, by network key."""
 
-    def acting_modules(self) -> Dict[str, snt.Module]:
-        """The modules executors act with, by their name in a trainer checkpoint: the policies."""
-        return {f"policy/{key}": policy for key, policy in self.policies.items()}
-
 
 def _flat(values: tf.Tensor) -> tf.Tensor:
     """[B, ...] -> [B, prod(...)] float32."""

@@ -78,10 +78,6 @@ class MADQNNetworks:
         """Every trained module, by name (recorded in run.json): the online Q-networks."""
         return dict(self.q_networks)
 
-    def acting_modules(self) -> Dict[str, snt.Module]:
-        """The modules executors act with, by their name in a trainer checkpoint."""
-        return {f"q_network/{key}": network for key, network in self.q_networks.items()}
-
 
 def make_networks(
     environment_spec: MAEnvironmentSpec,

@@ -7,8 +7,6 @@ from absl import logging
 from acme.utils import counting
 
 from mava_systems.components.counting import ExecutorCounter
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.components.exploration import ConstantEpsilon, default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
@@ -19,7 +17,6 @@ from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
 from wrappers.agent_ids import WithAgentIDs
 
-EVALUATOR_SEED_OFFSET = 10_000
 # Resumed executors seed with their step count times this, so they do not replay old episodes.
 RESUME_SEED_STRIDE = 1_000_003
 
@@ -137,21 +134,13 @@ class MADQN(DistributedSystem):
             counter=counting.Counter(counter, prefix="trainer"),
             logger=self.trainer_logger())
 
-    def evaluator(self, variable_source, counter):
-        """The greedy evaluator, acting with the source's latest variables."""
+    def greedy_executor(self, variable_source, seed):
+        """An executor with epsilon 0 following the source's variables, and its variable client."""
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_executor(
-            networks, ConstantEpsilon(0.0), variable_client=variable_client,
-            seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        environment = self._environment_factory(
-            evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        # Synced at every episode: a round logs the counts as they stand when it ends.
-        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
-        loop = EnvironmentLoop(environment, executor, counter)
-        return Evaluator(loop, variable_client.update_and_wait, counter,
-                         self.node_logger("evaluator", "executor_steps"),
-                         self.config.evaluation_episodes, self.config.evaluation_interval_s)
+            networks, ConstantEpsilon(0.0), variable_client=variable_client, seed=seed)
+        return executor, variable_client
 
     def executor(self, executor_id, replay, variable_source, counter):
         """Executor `executor_id`: explores, writes to replay, follows the source's variables.

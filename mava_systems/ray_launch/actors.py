@@ -1,5 +1,6 @@
 """The Ray actors of a launch: one per Launchpad node, and a controller they report to."""
 
+import collections
 import dataclasses
 import os
 import sys
@@ -124,6 +125,8 @@ class NodeActor:
         self._ready = threading.Event()
         self._done = threading.Event()
         self._address: Optional[str] = None
+        self._served_calls: Dict[str, int] = collections.Counter()
+        self._served_calls_lock = threading.Lock()
         self.ip = ray.util.get_node_ip_address()
         info = {"pid": os.getpid(), "ip": self.ip, "group": spec.group,
                 "ray_node_id": ray.get_runtime_context().get_node_id()}
@@ -180,7 +183,14 @@ class NodeActor:
             if self._done.is_set():
                 raise RuntimeError(f"{self._spec.name} ended before its object was made")
         self._runtime.enter()
+        with self._served_calls_lock:
+            self._served_calls[method] += 1
         return getattr(self._instance, method)(*args, **kwargs)
+
+    def served_calls(self) -> Dict[str, int]:
+        """{method: calls} this incarnation served to other nodes."""
+        with self._served_calls_lock:
+            return dict(self._served_calls)
 
     def address(self) -> str:
         """The `host:port` a Reverb node serves at, once its server answers."""

@@ -138,6 +138,7 @@ class _Launch:
         self._restarts: Dict[str, int] = {name: 0 for name in self._specs}
         self._forced: Dict[str, int] = {name: 0 for name in self._specs}
         self._nodes: Dict[str, List[Dict[str, Any]]] = {}
+        self._served_calls: Dict[str, Dict[str, int]] = {}
 
     def start(self) -> None:
         """Creates the controller and every node's actor."""
@@ -264,6 +265,7 @@ class _Launch:
 
     def end(self) -> None:
         """Ends every actor (the replay last) and writes the final record."""
+        self._collect_served_calls()
         try:
             self._nodes = ray.get(self._controller.nodes.remote(), timeout=10)
             self.write_record()
@@ -274,6 +276,16 @@ class _Launch:
             ray.kill(self._actors[name], no_restart=True)
         if self._controller is not None:
             ray.kill(self._controller, no_restart=True)
+
+    def _collect_served_calls(self) -> None:
+        """Asks every node (still alive after the stop) how many calls it served."""
+        references = {name: actor.served_calls.remote() for name, actor in self._actors.items()
+                      if self._specs[name].reverb_node is None}
+        for name, reference in references.items():
+            try:
+                self._served_calls[name] = ray.get(reference, timeout=10)
+            except Exception as error:  # pylint: disable=broad-except
+                logging.warning("Could not ask %s for its served calls: %s", name, error)
 
     def write_record(self) -> None:
         """Writes where every node runs (and ran) to `<run_dir>/ray_nodes.json`."""
@@ -286,6 +298,8 @@ class _Launch:
                               for node in ray.nodes()],
             "nodes": self._nodes,
             "restarts": self._restarts,
+            # {node: {method: calls}} served by each node's last incarnation (at the end).
+            "served_calls": self._served_calls,
         }
         os.makedirs(os.path.dirname(self._record_path), exist_ok=True)
         with open(self._record_path + ".tmp", "w") as record_file:
