@@ -9,10 +9,15 @@ import json
 import os
 import re
 
-import pytest
 
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from mava_systems.components.run_directory import read_status
 import program_helpers
 from program_helpers import evaluate_checkpoint, read_csv, stop_count
+from test_madqn_program import kill_after_checkpoints
 
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
                 "--n_step=3", "--evaluation_interval_s=1", "--terminal_log_interval_s=5"]
@@ -81,3 +86,66 @@ def test_bad_input_is_a_one_line_error_before_any_process_starts(tmp_path):
     message = str(failure.value)
     assert "error: QMIXConfig.team_reward must be one of ('mean', 'sum'), got 'max'" in message
     assert "Traceback" not in message and not os.path.exists(tmp_path / "run")
+
+
+def mixer_checkpoint(run_dir, trainer_steps):
+    """The trainer checkpoint saved at `trainer_steps`: {variable name: value} of its step
+    counters, joint optimizer and mixer (online and target)."""
+    for index in sorted(glob.glob(os.path.join(run_dir, "checkpoints", "trainer", "ckpt-*.index"))):
+        reader = tf.train.load_checkpoint(index[:-len(".index")])
+        names = reader.get_variable_to_shape_map()
+        (steps_name,) = [name for name in names if name.startswith("num_steps/")]
+        if int(reader.get_tensor(steps_name)) == trainer_steps:
+            return {name: reader.get_tensor(name) for name in names
+                    if re.match(r"(num_steps|optimizer\.Sjoint|module\.S|target_module\.S)", name)}
+    raise AssertionError(f"no trainer checkpoint at step {trainer_steps}")
+
+
+def test_a_killed_qmix_run_resumes_its_counts_mixer_and_optimizer(tmp_path):
+    run_dir = str(tmp_path / "run")
+    flags = [*SMALL_CONFIG, "--num_executors=2", "--checkpoint_interval_s=2",
+             "--mixing_embed_dim=8", "--hypernet_hidden_size=16"]
+    script = os.path.join("mpe", "run_qmix.py")
+    # A limit the first part never reaches, however fast the machine (see the brief's traps).
+    kill_after_checkpoints(program_helpers.example_command(script, run_dir, *flags,
+                                                           "--max_executor_steps=1000000"),
+                           run_dir, tmp_path / "first.log", min_steps=400)
+    status = read_status(run_dir)
+    assert status.resumed and status.trainer_steps > 0
+    saved = mixer_checkpoint(run_dir, status.trainer_steps)
+    saved_steps = int(status.counts["executor_steps"])
+    trainer_rows_before = len(read_csv(run_dir, "trainer"))
+
+    # The second part runs 300 executor steps past the saved count.
+    limit = saved_steps + 300
+    second = program_helpers.run_example(script, run_dir, *flags, f"--max_executor_steps={limit}")
+    assert f"from trainer step {status.trainer_steps} " in second, second[:2000]
+    assert f"executor_steps={saved_steps}" in second
+    assert "trainer: restored from checkpoint" in second
+    reached, logged_limit = stop_count(second)
+    assert logged_limit == limit and reached >= limit
+    # Each executor stops within one 10-step episode of the limit; a run whose count restarted
+    # would stop at `limit` steps of its own, far more than 300.
+    assert limit <= int(read_status(run_dir).counts["executor_steps"]) <= limit - 1 + 2 * 10
+    # The trainer's count continues from the saved one.
+    resumed_rows = read_csv(run_dir, "trainer")[trainer_rows_before:]
+    assert int(resumed_rows[0]["trainer_steps"]) == status.trainer_steps + 1
+
+    # The mixer, its target and the joint optimizer continue from the saved ones: the optimizer
+    # has counted every step of both parts, and the mixer moved on from the saved weights.
+    final_steps = read_status(run_dir).trainer_steps
+    assert final_steps > status.trainer_steps
+    final = mixer_checkpoint(run_dir, final_steps)
+    (optimizer_step,) = [name for name in final if re.match(r"optimizer\.Sjoint/step/", name)]
+    assert int(saved[optimizer_step]) == status.trainer_steps
+    assert int(final[optimizer_step]) == final_steps
+    mixer_names = [name for name in saved if name.startswith("module.Smixer/")]
+    target_names = [name for name in saved if name.startswith("target_module.Smixer/")]
+    assert mixer_names and len(target_names) == len(mixer_names)
+    moved = [float(np.max(np.abs(final[name] - saved[name]))) for name in mixer_names]
+    assert 0.0 < max(moved), "the mixer did not train after the resume"
+    # A restarted mixer would start from fresh random weights (about as far from the saved
+    # ones as they are from 0); the resumed one stays close to where it was.
+    for name in mixer_names:
+        if saved[name].ndim == 2:
+            assert np.linalg.norm(final[name] - saved[name]) < 0.5 * np.linalg.norm(saved[name])

@@ -18,6 +18,7 @@ import sonnet as snt
 import tensorflow as tf
 import trfl
 
+from mava_systems.components.optimizers import ConcatenatedAdam
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
@@ -125,7 +126,8 @@ class MADQNTrainer(TrainerLoop):
         self._replay_client = replay_client
         self._replay_table = replay_table
         if self._joint:
-            self._optimizers = {"joint": snt.optimizers.Adam(learning_rate)}
+            # Sonnet's Adam update in a few operations over all the (many) variables.
+            self._optimizers = {"joint": ConcatenatedAdam(learning_rate)}
         else:
             if self._modules:
                 raise ValueError("trainer modules are trained by a joint_loss; "

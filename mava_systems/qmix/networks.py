@@ -34,7 +34,9 @@ class QMixer(snt.Module):
         self.value_layer = snt.Linear(1, name="value_layer")
 
     def __call__(self, agent_q_values: tf.Tensor, states: tf.Tensor) -> tf.Tensor:
-        states = tf.reshape(tf.cast(states, tf.float32), [tf.shape(states)[0], -1])
+        states = tf.cast(states, tf.float32)
+        if states.shape.rank != 2:  # Flat states (the usual case) need no reshape op.
+            states = tf.reshape(states, [tf.shape(states)[0], -1])
         w1_hidden, w2_hidden, b1, value_hidden = tf.split(self.state_layer(states), self._split,
                                                           axis=-1)
         w1 = tf.reshape(tf.abs(self.w1_layer(tf.nn.relu(w1_hidden))),
