@@ -65,6 +65,21 @@ def validate(config: Any) -> None:
                 f"allowed {_range_text(meta)}")
 
 
+def check_hidden_sizes(config: Any, field: str = "hidden_sizes") -> None:
+    """Checks `config.<field>` is a non-empty sequence of positive integers and stores it as a tuple.
+
+    Raises:
+      ValueError: naming the config class and the field, otherwise.
+    """
+    sizes = getattr(config, field)
+    if (not isinstance(sizes, (tuple, list)) or not sizes or any(
+            isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
+            for size in sizes)):
+        raise ValueError(f"{type(config).__name__}.{field} must be a non-empty sequence of "
+                         f"positive integers, got {sizes!r}")
+    setattr(config, field, tuple(int(size) for size in sizes))
+
+
 @dataclasses.dataclass
 class RunConfig:
     """The fields every system's configuration shares: evaluation, checkpointing, logging, seed.

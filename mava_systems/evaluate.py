@@ -21,7 +21,6 @@ import tensorflow as tf
 from mava_systems import registry
 from mava_systems.components.checkpointing import latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.run_directory import RUN_FILE
 import wrappers
 
@@ -66,9 +65,17 @@ def load_system(run_dir: str) -> Any:
 
 
 def can_evaluate(system: Any) -> bool:
-    """Whether this command can evaluate the system's checkpoints: it restores Q-networks."""
+    """Whether this command can evaluate the system's checkpoints: it restores its acting networks."""
     builder = getattr(system, "builder", None)
-    return builder is not None and hasattr(builder.make_networks(), "q_networks")
+    return builder is not None and bool(acting_modules(builder.make_networks()))
+
+
+def acting_modules(networks: Any) -> Dict[str, Any]:
+    """The modules an executor acts with, by their name in trainer checkpoints ({} if unknown)."""
+    if hasattr(networks, "acting_modules"):
+        return networks.acting_modules()
+    return {f"q_network/{key}": network
+            for key, network in getattr(networks, "q_networks", {}).items()}
 
 
 def restore_networks(system: Any) -> Any:
@@ -78,8 +85,7 @@ def restore_networks(system: Any) -> Any:
     if latest is None:
         raise ValueError(f"no trainer checkpoint in {directory}")
     networks = system.builder.make_networks()
-    checkpoint = tf.train.Checkpoint(
-        **{f"q_network/{key}": network for key, network in networks.q_networks.items()})
+    checkpoint = tf.train.Checkpoint(**acting_modules(networks))
     try:
         checkpoint.restore(latest).assert_existing_objects_matched().expect_partial()
     except (tf.errors.OpError, AssertionError, ValueError) as error:
@@ -93,7 +99,7 @@ def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
         raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
     system = load_system(run_dir)
     networks, checkpoint = restore_networks(system)
-    executor = system.builder.make_executor(networks, ConstantEpsilon(0.0), seed=seed)
+    executor = system.builder.make_evaluation_executor(networks, seed=seed)
     environment = system.environment_factory(evaluation=True, seed=seed)
     loop = EnvironmentLoop(environment, executor, counting.Counter(), stop_event=threading.Event())
     returns = np.array([loop.run_episode()["episode_return"] for _ in range(episodes)])

@@ -10,6 +10,7 @@ import reverb
 import tensorflow as tf
 
 from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.lifecycle import program_stop_event
 from mava_systems.components.packing import ArrayPacker
 from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
@@ -168,3 +169,10 @@ class MADQNBuilder:
                       seed: int = 0) -> MADQNExecutor:
         """An epsilon-greedy executor following `exploration_schedule`."""
         return MADQNExecutor(networks, exploration_schedule, adder, variable_client, seed)
+
+    def make_evaluation_executor(self, networks: MADQNNetworks,
+                                 variable_client: Optional[variable_utils.VariableClient] = None,
+                                 seed: int = 0) -> MADQNExecutor:
+        """A greedy executor that writes nothing (the evaluator's, and `evaluate`'s)."""
+        return self.make_executor(networks, ConstantEpsilon(0.0), variable_client=variable_client,
+                                  seed=seed)

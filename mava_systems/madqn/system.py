@@ -10,7 +10,7 @@ from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.lifecycle import call_unless_stopped
-from mava_systems.components.exploration import ConstantEpsilon, default_schedules
+from mava_systems.components.exploration import default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule
@@ -71,7 +71,7 @@ class MADQN(DistributedSystem):
             environment_factory = WithAgentIDs(environment_factory)
         self._environment_factory = environment_factory
         if exploration_schedules is None:
-            exploration_schedules = default_schedules(num_executors)
+            exploration_schedules = self.default_exploration_schedules(num_executors)
         elif len(exploration_schedules) != num_executors:
             raise ValueError(f"got {len(exploration_schedules)} exploration schedules for "
                              f"{num_executors} executors")
@@ -80,15 +80,26 @@ class MADQN(DistributedSystem):
         environment = environment_factory(evaluation=False, seed=self.config.seed)
         self.environment_spec = MAEnvironmentSpec.from_environment(environment)
         environment.close()
-        network_factory = network_factory or functools.partial(
-            make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
         self.builder = self.make_builder(
             network_keys(self.environment_spec.agents, self.config.shared_weights),
-            network_factory)
+            network_factory or self.default_network_factory())
         networks = self.builder.make_networks()  # Fails here, not in a node, on a bad network.
         self._network_variables = {
             key: [list(variable.shape) for variable in network.variables]
-            for key, network in networks.q_networks.items()}
+            for key, network in self.named_networks(networks).items()}
+
+    def default_exploration_schedules(self, num_executors: int) -> Sequence[ExplorationSchedule]:
+        """One schedule per executor when none are given: constant epsilons spread log-uniformly
+        as in Acme's DQN (see `default_schedules`)."""
+        return default_schedules(num_executors)
+
+    def default_network_factory(self) -> Any:
+        """The network factory when none is given: an MLP Q-network with `config.hidden_sizes`."""
+        return functools.partial(make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
+
+    def named_networks(self, networks: Any) -> Dict[str, Any]:
+        """The trained networks whose variable shapes identify a run, by name."""
+        return dict(networks.q_networks)
 
     def make_builder(self, agent_networks: Dict[str, str],
                      network_factory: QNetworkFactory) -> MADQNBuilder:
@@ -130,8 +141,8 @@ class MADQN(DistributedSystem):
         """The greedy evaluator, acting with the source's latest variables."""
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
-        executor = self.builder.make_executor(
-            networks, ConstantEpsilon(0.0), variable_client=variable_client,
+        executor = self.builder.make_evaluation_executor(
+            networks, variable_client=variable_client,
             seed=self.config.seed + EVALUATOR_SEED_OFFSET)
         environment = self._environment_factory(
             evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
@@ -165,5 +176,9 @@ class MADQN(DistributedSystem):
         label = f"executor_{executor_id}"
         logging.info("%s explores with %r from its step %d", label, schedule, start_step)
         return self.executor_loop(environment, executor, executor_counter, label,
-                                  extra_log_fn=lambda: {"epsilon": executor.epsilon})
+                                  extra_log_fn=lambda: self.executor_log_values(executor))
+
+    def executor_log_values(self, executor: Any) -> Dict[str, Any]:
+        """What each executor row logs besides its episode's statistics: its epsilon."""
+        return {"epsilon": executor.epsilon}
 
