@@ -55,6 +55,11 @@ class MAPPOConfig(IMPALAConfig):
         if self.critic not in CRITICS:
             raise ValueError(f"{type(self).__name__}.critic must be one of {CRITICS}, "
                              f"got {self.critic!r}")
+        if self.max_policy_lag is not None:  # `validate` reads optional bounds as floats.
+            if not float(self.max_policy_lag).is_integer():
+                raise ValueError(f"{type(self).__name__}.max_policy_lag must be an integer or "
+                                 f"None, got {self.max_policy_lag!r}")
+            self.max_policy_lag = int(self.max_policy_lag)
         if self.batch_size % self.num_minibatches:
             raise ValueError(
                 f"{type(self).__name__}.batch_size ({self.batch_size}) must be a multiple of "

@@ -162,10 +162,28 @@ class MAPPOTrainer(TrainerLoop):
                                 for key in networks.policies}
         self._normalisers = ({key: RunningMeanStd() for key in networks.critics}
                              if config.normalize_values else {})
+        self._create_optimizer_slots()
         self._generator = tf.random.Generator.from_seed(config.seed)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._dropped_sequences = tf.Variable(0, dtype=tf.int64, trainable=False)
         super().__init__(dataset, counter, logger, make_checkpointing)  # Restores `state`.
+
+    def optimizer_variables(self, name: str) -> List[tf.Variable]:
+        """The variables optimizer `name` updates (`policy/<key>`, `critic/<key>` or `<key>`)."""
+        kind, _, key = name.rpartition("/")
+        if kind == "policy":
+            return list(self._networks.policies[key].trainable_variables)
+        if kind == "critic":
+            return list(self._networks.critics[key].trainable_variables)
+        return (list(self._networks.policies[key].trainable_variables)
+                + list(self._networks.critics[key].trainable_variables))
+
+    def _create_optimizer_slots(self) -> None:
+        # A zero update (no parameter moves: Adam's moments are zero) creates every slot now,
+        # outside the compiled step, whose updates are conditional (see `_apply`).
+        for name, optimizer in self._optimizers.items():
+            variables = self.optimizer_variables(name)
+            optimizer.apply([tf.zeros_like(variable) for variable in variables], variables)
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -289,28 +307,30 @@ class MAPPOTrainer(TrainerLoop):
 
     def minibatch_step(self, key: str, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         """One clipped gradient step of network `key`'s policy and critic on a minibatch."""
-        policy_variables = self._networks.policies[key].trainable_variables
-        critic_variables = self._networks.critics[key].trainable_variables
         with tf.GradientTape(persistent=True) as tape:
             policy_loss, fetches = self.policy_loss(key, batch)
             value_loss, value_fetches = self.value_loss(key, batch)
         fetches.update(value_fetches)
+        has_data = tf.reduce_any(batch["is_transition"])
         if self._config.separate_optimizers:
-            fetches["policy_gradient_norm"] = self._apply(
-                tape, policy_loss, policy_variables, f"policy/{key}")
-            fetches["critic_gradient_norm"] = self._apply(
-                tape, value_loss, critic_variables, f"critic/{key}")
+            fetches["policy_gradient_norm"] = self._apply(tape, policy_loss, f"policy/{key}",
+                                                          has_data)
+            fetches["critic_gradient_norm"] = self._apply(tape, value_loss, f"critic/{key}",
+                                                          has_data)
         else:
-            fetches["gradient_norm"] = self._apply(
-                tape, policy_loss + value_loss, list(policy_variables) + list(critic_variables), key)
+            fetches["gradient_norm"] = self._apply(tape, policy_loss + value_loss, key, has_data)
         del tape
         return fetches
 
-    def _apply(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence[tf.Variable],
-               optimizer: str) -> tf.Tensor:
+    def _apply(self, tape: tf.GradientTape, loss: tf.Tensor, optimizer: str,
+               has_data: tf.Tensor) -> tf.Tensor:
+        """A clipped step of `optimizer` on `loss` (none without data: Adam's momentum would
+        still move the variables); returns the gradients' norm before clipping."""
+        variables = self.optimizer_variables(optimizer)
         gradients = tape.gradient(loss, variables)
         gradients, norm = tf.clip_by_global_norm(gradients, self._config.max_gradient_norm)
-        self._optimizers[optimizer].apply(gradients, variables)
+        if has_data:
+            self._optimizers[optimizer].apply(gradients, variables)
         return norm
 
     def train_network(self, key: str, steps: reverb_base.Step, fresh: tf.Tensor
