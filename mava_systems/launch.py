@@ -3,13 +3,14 @@
 import dataclasses
 import datetime
 import faulthandler
+import json
 import os
 import shlex
 import signal
 import sys
 import time
 import typing
-from typing import Any, Callable, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Type, TypeVar
 
 from absl import app, flags, logging
 import launchpad as lp
@@ -43,6 +44,9 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
     `default_num_caches=None` there is no `--num_caches` (the system fixes it).
     """
     flags.DEFINE_string("env", default_env, "Environment name, e.g. mpe/simple_spread_v3.")
+    flags.DEFINE_string("env_kwargs", "",
+                        "The environment's keyword arguments as a JSON object, e.g. "
+                        "'{\"continuous_actions\": true}' (default: none).")
     flags.DEFINE_integer(f"num_{executor_name}s", 1, f"{executor_name.capitalize()} nodes.")
     if default_num_caches is not None:
         flags.DEFINE_integer("num_caches", default_num_caches,
@@ -108,6 +112,24 @@ def config_from_flags(config_class: Type[ConfigT]) -> ConfigT:
     return config_class(**values)
 
 
+def env_kwargs_flag() -> Dict[str, Any]:
+    """The environment's keyword arguments from `--env_kwargs` (a JSON object; {} if empty).
+
+    Raises:
+      ValueError: if the flag is not a JSON object.
+    """
+    text = FLAGS.env_kwargs.strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--env_kwargs must be a JSON object, got {text!r}: {error}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--env_kwargs must be a JSON object, got {text!r}")
+    return value
+
+
 def max_executor_steps_flag(executor_name: str = "executor") -> Optional[int]:
     """The step limit from `--max_<executor_name>_steps`, None for 0 (run until stopped)."""
     flag = f"max_{executor_name}_steps"
@@ -149,7 +171,8 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
         try:
             configure_tensorflow_threads(FLAGS.tf_threads)
             system = system_class(
-                environment_factory=wrappers.make_environment_factory(FLAGS.env),
+                environment_factory=wrappers.make_environment_factory(FLAGS.env,
+                                                                      **env_kwargs_flag()),
                 config=config_from_flags(config_class),
                 **topology_from_flags(executor_name))
             status = prepare(system)

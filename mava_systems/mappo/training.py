@@ -333,21 +333,37 @@ class MAPPOTrainer(TrainerLoop):
             self._optimizers[optimizer].apply(gradients, variables)
         return norm
 
+    def fetch_names(self) -> List[str]:
+        """The statistics `minibatch_step` returns."""
+        norms = (["policy_gradient_norm", "critic_gradient_norm"]
+                 if self._config.separate_optimizers else ["gradient_norm"])
+        return ["policy_loss", "entropy", "clip_fraction", "approx_kl", "value_loss"] + norms
+
     def train_network(self, key: str, steps: reverb_base.Step, fresh: tf.Tensor
                       ) -> Dict[str, tf.Tensor]:
-        """`num_epochs` passes of minibatch steps over network `key`'s data; mean statistics."""
+        """`num_epochs` passes of minibatch steps over network `key`'s data; mean statistics.
+
+        The passes are one graph loop (not unrolled): tracing takes the same time
+        for any number of epochs and minibatches.
+        """
         batch = self.prepare(key, steps, fresh)
+        num_epochs, num_minibatches = self._config.num_epochs, self._config.num_minibatches
         batch_size = tf.shape(fresh)[0]
-        minibatch_size = batch_size // self._config.num_minibatches
-        totals: Dict[str, tf.Tensor] = {}
-        for _ in range(self._config.num_epochs):
-            order = tf.argsort(self._generator.uniform([batch_size]))
-            for index in range(self._config.num_minibatches):
-                rows = order[index * minibatch_size:(index + 1) * minibatch_size]
-                minibatch = {name: tf.gather(value, rows) for name, value in batch.items()}
-                for name, value in self.minibatch_step(key, minibatch).items():
-                    totals[name] = totals.get(name, 0.0) + value
-        updates = self._config.num_epochs * self._config.num_minibatches
+        minibatch_size = batch_size // num_minibatches
+        # One shuffled order of the sequences per epoch.
+        orders = tf.argsort(self._generator.uniform(tf.stack([num_epochs, batch_size])), axis=-1)
+
+        def update(index: tf.Tensor, totals: Dict[str, tf.Tensor]):
+            start = (index % num_minibatches) * minibatch_size
+            rows = orders[index // num_minibatches, start:start + minibatch_size]
+            minibatch = {name: tf.gather(value, rows) for name, value in batch.items()}
+            fetches = self.minibatch_step(key, minibatch)
+            return index + 1, {name: totals[name] + fetches[name] for name in totals}
+
+        updates = num_epochs * num_minibatches
+        _, totals = tf.while_loop(
+            lambda index, totals: index < updates, update,
+            (tf.constant(0), {name: tf.constant(0.0) for name in self.fetch_names()}))
         fetches = {name: total / updates for name, total in totals.items()}
         fetches["value_target"] = masked_mean(batch["value_targets"], batch["is_transition"])
         return fetches
