@@ -165,11 +165,13 @@ def test_surrogate_gradient_raises_actions_with_positive_advantage(tmp_run_dir):
     assert after[1] < before[1]  # Advantage -1: less likely.
 
 
-def collect(system, client, episodes, seed=0):
-    """Plays `episodes` episodes with a sampling executor writing to replay; the executor."""
+def collect(system, client, episodes, seed=0, policy_version=0):
+    """Plays `episodes` episodes with a sampling executor writing to replay, acting with
+    variables of trainer step `policy_version`; the executor."""
     builder = system.builder
-    executor = builder.make_executor(builder.make_networks(), adder=builder.make_adder(client),
-                                     seed=seed)
+    networks = builder.make_networks()
+    networks.policy_version.assign(policy_version)
+    executor = builder.make_executor(networks, adder=builder.make_adder(client), seed=seed)
     loop = EnvironmentLoop(system.environment_factory(seed=seed), executor,
                            stop_event=threading.Event())
     for _ in range(episodes):
@@ -185,7 +187,8 @@ def test_sequences_carry_the_global_state_and_old_ones_are_dropped(tmp_run_dir):
     server = reverb.Server(system.replay(), port=None)
     try:
         client = reverb.Client(f"localhost:{server.port}")
-        collect(system, client, episodes=6)  # 10-step episodes: sequences cross episode ends.
+        # 10-step episodes: sequences cross episode ends. Acted with the variables of step 5.
+        collect(system, client, episodes=6, policy_version=5)
         builder = system.builder
         dataset = builder.make_dataset_iterator(client)
         first, second = next(dataset), next(dataset)
@@ -193,18 +196,23 @@ def test_sequences_carry_the_global_state_and_old_ones_are_dropped(tmp_run_dir):
         assert steps.observation["env_state"].shape == (4, 7, 20)
         assert steps.observation["agents"]["agent"].observation.shape == (4, 7, 2, 12)
         assert steps.extras["log_prob"]["agent"].shape == (4, 7, 2)
-        assert np.all(steps.extras["policy_version"].numpy() == 0)
         starts = steps.start_of_episode.numpy()
         assert starts[:, 1:].any()
+        # Every step that acted has the version; a final observation's step, zeros (Acme's).
+        versions = steps.extras["policy_version"].numpy()
+        assert np.all(versions[:, :-1][~starts[:, 1:]] == 5)
+        assert np.all(versions[:, :-1][starts[:, 1:]] == 0)
         # The final observation's step keeps its global state (it is the bootstrap's input).
         row, column = np.argwhere(starts[:, 1:])[0]
         assert np.any(steps.observation["env_state"].numpy()[row, column] > 0)
 
         trainer = builder.make_trainer(builder.make_networks(), iter([first, second]),
                                        checkpoint=False)
+        trainer.state["num_steps"].assign(5)
         before = [v.numpy().copy() for v in trainer.networks.policies["agent"].variables]
         result = trainer.step()  # Lag 0: trained on.
-        assert result["policy_lag"] == 0 and result["dropped_sequences"] == 0
+        assert result["policy_lag"] == 0 and result["policy_lag_max"] == 0
+        assert result["dropped_sequences"] == 0
         assert np.isfinite(result["policy_loss/agent"]) and result["entropy/agent"] > 0
         assert 0 <= result["clip_fraction/agent"] <= 1 and "approx_kl/agent" in result
         changed = [v.numpy().copy() for v in trainer.networks.policies["agent"].variables]

@@ -368,11 +368,23 @@ class MAPPOTrainer(TrainerLoop):
         fetches["value_target"] = masked_mean(batch["value_targets"], batch["is_transition"])
         return fetches
 
+    def policy_lag(self, steps: reverb_base.Step) -> tf.Tensor:
+        """[B] trainer steps since the oldest policy that acted in each sequence.
+
+        Only steps that took an action count: Acme zero-fills the extras of the
+        step holding an episode's final observation.
+        """
+        versions = steps.extras[POLICY_VERSION][:, :-1]
+        acted = tf.logical_not(steps.start_of_episode[:, 1:])
+        oldest = tf.reduce_min(tf.where(acted, versions, versions.dtype.max), axis=1)
+        oldest = tf.where(tf.reduce_any(acted, axis=1), oldest, self._num_steps)
+        return self._num_steps - oldest
+
     @tf.function
     def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
         """PPO epochs on a batch of sequences for every network; returns the scalars to log."""
         steps = sample.data
-        lag = self._num_steps - steps.extras[POLICY_VERSION][:, 0]  # [B]
+        lag = self.policy_lag(steps)
         if self._config.max_policy_lag is None:
             fresh = tf.ones_like(lag, tf.bool)
         else:
