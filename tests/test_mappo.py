@@ -313,3 +313,23 @@ def test_ippo_learns_the_line_world_with_continuous_actions(tmp_run_dir):
     returns = train_in_process(system, 8000)
     last = np.mean(returns[-2:])
     assert last > -2.0 and last > returns[0] + 0.8, returns
+
+
+def test_heterogeneous_agents_train_their_own_networks(tmp_run_dir):
+    """simple_speaker_listener: a speaker and a listener with different observations and actions."""
+    system = make_system(tmp_run_dir, env="mpe/simple_speaker_listener_v4", sequence_length=6,
+                         batch_size=2, num_minibatches=1, num_epochs=1)
+    builder = system.builder
+    networks = builder.make_networks()
+    assert sorted(networks.policies) == ["listener", "speaker"]
+    server = reverb.Server(system.replay(), port=None)
+    try:
+        client = reverb.Client(f"localhost:{server.port}")
+        collect(system, client, episodes=1)
+        trainer = builder.make_trainer(networks, builder.make_dataset_iterator(client),
+                                       checkpoint=False)
+        result = trainer.step()
+        for key in ("listener", "speaker"):
+            assert np.isfinite(result[f"policy_loss/{key}"]) and result[f"entropy/{key}"] > 0
+    finally:
+        server.stop()
