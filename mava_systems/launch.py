@@ -3,7 +3,6 @@
 import dataclasses
 import datetime
 import faulthandler
-import json
 import os
 import shlex
 import signal
@@ -18,6 +17,7 @@ import tensorflow as tf
 
 from mava_systems import console, ray_launch, run_summary
 from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
+from mava_systems.config import parse_json_object
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
 from mava_systems.progress import read_snapshot, reporting_progress
@@ -118,16 +118,7 @@ def env_kwargs_flag() -> Dict[str, Any]:
     Raises:
       ValueError: if the flag is not a JSON object.
     """
-    text = FLAGS.env_kwargs.strip()
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"--env_kwargs must be a JSON object, got {text!r}: {error}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"--env_kwargs must be a JSON object, got {text!r}")
-    return value
+    return parse_json_object(FLAGS.env_kwargs, "--env_kwargs")
 
 
 def max_executor_steps_flag(executor_name: str = "executor") -> Optional[int]:

@@ -1,7 +1,7 @@
 """The multi-agent environment specification every system is built from."""
 
 import dataclasses
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 from acme import specs as acme_specs
 from dm_env import specs
@@ -63,3 +63,20 @@ def agents_by_network(agent_networks: Mapping[str, str]) -> Dict[str, List[str]]
     for agent, key in agent_networks.items():
         grouped.setdefault(key, []).append(agent)
     return grouped
+
+
+def shared_specs(environment_spec: MAEnvironmentSpec, key: str, agents: List[str]) -> Tuple[Any, Any]:
+    """(observation spec, action spec) of the agents sharing network `key`.
+
+    Raises:
+      ValueError: if those agents have different observation or action specs.
+    """
+    observation_spec = environment_spec.observations[agents[0]].observation
+    action_spec = environment_spec.actions[agents[0]]
+    for agent in agents[1:]:
+        if (environment_spec.observations[agent].observation != observation_spec
+                or environment_spec.actions[agent] != action_spec):
+            raise ValueError(
+                f"agents {agents[0]!r} and {agent!r} share network {key!r} but have different "
+                "observation or action specs; use shared_weights=False")
+    return observation_spec, action_spec

@@ -6,6 +6,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 from acme import adders
 from acme.adders import reverb as reverb_adders
 from acme.tf import variable_utils
+from dm_env import specs
+import numpy as np
 import reverb
 import tensorflow as tf
 
@@ -55,6 +57,17 @@ class MADQNBuilder:
         """The environment extras replay items carry: with `stores_environment_extras`, all the
         environment has (`{"env_state": spec}` when it has a global state), else none."""
         return dict(self.environment_spec.extras) if self.stores_environment_extras else {}
+
+    def global_state_spec(self) -> specs.Array:
+        """The global state a centralised module (a mixer, a critic) sees: the environment's
+        `env_state` when replay stores it, else every agent's observation flattened and
+        concatenated."""
+        stored = self.replay_environment_extras_spec()
+        if "env_state" in stored:
+            return stored["env_state"]
+        size = sum(int(np.prod(self.environment_spec.observations[agent].observation.shape))
+                   for agent in self.environment_spec.agents)
+        return specs.Array((size,), np.float32, name="concatenated_observations")
 
     def transition_signature(self) -> Any:
         """The (unpacked) replay item: an n-step transition of every network's agents stacked

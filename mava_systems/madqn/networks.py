@@ -9,7 +9,7 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.specs import MAEnvironmentSpec, agents_by_network
+from mava_systems.specs import MAEnvironmentSpec, agents_by_network, shared_specs
 
 # network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions].
 QNetworkFactory = Callable[[specs.Array, specs.DiscreteArray], snt.Module]
@@ -88,14 +88,7 @@ def make_networks(
     """
     q_networks, target_q_networks = {}, {}
     for key, agents in agents_by_network(agent_networks).items():
-        observation_spec = environment_spec.observations[agents[0]].observation
-        action_spec = environment_spec.actions[agents[0]]
-        for agent in agents[1:]:
-            if (environment_spec.observations[agent].observation != observation_spec
-                    or environment_spec.actions[agent] != action_spec):
-                raise ValueError(
-                    f"agents {agents[0]!r} and {agent!r} share network {key!r} but have different "
-                    "observation or action specs; use shared_weights=False")
+        observation_spec, action_spec = shared_specs(environment_spec, key, agents)
         if not isinstance(action_spec, specs.DiscreteArray):
             raise ValueError(
                 f"MADQN needs discrete actions, but agent {agents[0]!r} has action spec {action_spec}")

@@ -31,23 +31,13 @@ class MAPPOBuilder(IMPALABuilder):
         """Whether critics see the global state (MAPPO) or only their agent's observation (IPPO)."""
         return self.config.critic == "centralised"
 
-    def state_spec(self) -> specs.Array:
-        """The global state a centralised critic sees: `env_state` when the environment has one,
-        else every agent's observation flattened and concatenated."""
-        stored = self.replay_environment_extras_spec()
-        if "env_state" in stored:
-            return stored["env_state"]
-        size = sum(int(np.prod(self.environment_spec.observations[agent].observation.shape))
-                   for agent in self.environment_spec.agents)
-        return specs.Array((size,), np.float32, name="concatenated_observations")
-
     def critic_input_spec(self, key: str) -> specs.Array:
         """What network `key`'s critic sees per agent: its own observation, flattened, after
         the global state when centralised."""
         agent = self.stacker.agents_by_network[key][0]
         size = int(np.prod(self.environment_spec.observations[agent].observation.shape))
         if self.centralised:
-            size += int(np.prod(self.state_spec().shape))
+            size += int(np.prod(self.global_state_spec().shape))
         return specs.Array((size,), np.float32, name="critic_input")
 
     def make_networks(self) -> MAPPONetworks:

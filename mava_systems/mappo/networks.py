@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.mappo.policies import make_head
-from mava_systems.specs import MAEnvironmentSpec, agents_by_network
+from mava_systems.specs import MAEnvironmentSpec, agents_by_network, shared_specs
 
 # network_factory(observation_spec, action_spec, critic_input_spec) -> (policy, critic):
 # the policy maps observations [B, *obs] to logits [B, num_actions] (discrete actions) or to
@@ -122,14 +122,7 @@ def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[s
     """
     policies, critics, heads = {}, {}, {}
     for key, agents in agents_by_network(agent_networks).items():
-        observation_spec = environment_spec.observations[agents[0]].observation
-        action_spec = environment_spec.actions[agents[0]]
-        for agent in agents[1:]:
-            if (environment_spec.observations[agent].observation != observation_spec
-                    or environment_spec.actions[agent] != action_spec):
-                raise ValueError(
-                    f"agents {agents[0]!r} and {agent!r} share networks {key!r} but have different "
-                    "observation or action specs; use shared_weights=False")
+        observation_spec, action_spec = shared_specs(environment_spec, key, agents)
         heads[key] = make_head(action_spec)
         policy, critic = network_factory(observation_spec, action_spec, critic_input_specs[key])
         check_outputs(key, policy, critic, observation_spec, action_spec, critic_input_specs[key])
