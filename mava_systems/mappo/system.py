@@ -3,6 +3,7 @@
 from typing import Any, Dict, Optional, Sequence
 
 from absl import logging
+import tree
 
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.madqn.system import MADQN
@@ -74,6 +75,11 @@ class MAPPO(MADQN):
     def named_networks(self, networks: MAPPONetworks) -> Dict[str, Any]:
         """Every policy and critic, by checkpoint name."""
         return networks.trained_modules()
+
+    def replay_item_description(self, table: Any) -> str:
+        """Every leaf of the item signature with its path, in sorted order: the signature of a
+        table read back from Reverb holds its dicts in an order that varies between processes."""
+        return repr(tree.flatten_with_path(table.info.signature))
 
     def executor_log_values(self, executor: Any) -> Dict[str, Any]:
         """Each executor row logs the trainer step of the policy it acted with."""
