@@ -21,10 +21,11 @@ SMALL_CONFIG = ["--env=debug/line_world_v0", "--batch_size=4", "--sequence_lengt
                 "--terminal_log_interval_s=5"]
 
 
-def run_example(run_dir, *flags, launch_type="local_mt"):
+def run_example(run_dir, *flags, launch_type="local_mt", timeout=300):
     """Runs examples/mpe/run_mappo.py with the small configuration; its output."""
     return program_helpers.run_example(os.path.join("mpe", "run_mappo.py"), run_dir,
-                                       *SMALL_CONFIG, *flags, launch_type=launch_type)
+                                       *SMALL_CONFIG, *flags, launch_type=launch_type,
+                                       timeout=timeout)
 
 
 def check_stopped_run(run_dir, output, limit):
@@ -81,7 +82,8 @@ def test_mappo_runs_resumes_and_evaluates(tmp_path):
 def test_ippo_runs_as_a_multi_process_program(tmp_path):
     run_dir = str(tmp_path / "run")
     output = run_example(run_dir, "--max_executor_steps=600", "--num_executors=2",
-                         "--critic=decentralised", launch_type="local_mp")
+                         "--critic=decentralised", launch_type="local_mp",
+                         timeout=600)  # Seven processes import TensorFlow: slow on a busy machine.
     check_stopped_run(run_dir, output, 600)
     assert "Finished." in output
 
