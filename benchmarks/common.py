@@ -6,6 +6,7 @@ environment variables that must be set before they load).
 
 import argparse
 import csv
+import dataclasses
 import datetime
 import io
 import json
@@ -261,8 +262,14 @@ def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) ->
     import wrappers  # pylint: disable=import-outside-toplevel
 
     system_class = registry.system_class(system_name)
-    # No rate limit: the benchmarks drive inserts and samples themselves.
-    config = system_class.config_class(samples_per_insert=None, **config_kwargs)
+    fields = {field.name for field in dataclasses.fields(system_class.config_class)}
+    # No rate limit: the benchmarks drive inserts and samples themselves (a queue, as
+    # MAPPO's, gets room for everything a benchmark inserts).
+    if "samples_per_insert" in fields:
+        config_kwargs.setdefault("samples_per_insert", None)
+    if "max_queue_size" in fields:
+        config_kwargs.setdefault("max_queue_size", 1_000_000)
+    config = system_class.config_class(**config_kwargs)
     system = system_class(wrappers.make_environment_factory(ENV_NAME), config=config,
                           run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-{system_name}-"))
     server = reverb.Server(system.replay())

@@ -119,17 +119,18 @@ def main() -> None:
 
     # Nothing samples here, so a samples-per-insert limiter would block inserts: none is set.
     system, server, client = common.local_madqn("executor", seed=args.seed)
-    factory, run_dir, config, builder = (system.environment_factory, system.run_dir,
-                                         system.config, system.builder)
+    factory, run_dir, config = system.environment_factory, system.run_dir, system.config
     other_systems = {name: common.local_madqn("executor", name, seed=args.seed)
                      for name in filter(None, args.systems.split(","))}
 
     def make_executor_loop(with_replay: bool, with_logging: bool = False,
-                           builder: Any = builder, client: Any = client) -> Callable[[], int]:
+                           system: Any = system, client: Any = client) -> Callable[[], int]:
+        builder = system.builder
         executor = builder.make_executor(
             builder.make_networks(), ConstantEpsilon(args.epsilon),
             adder=builder.make_adder(client) if with_replay else None, seed=args.seed)
-        environment = factory(evaluation=False, seed=args.seed)
+        # The system's own factory: it may add agent IDs to the observations (MAPPO's does).
+        environment = system.environment_factory(evaluation=False, seed=args.seed)
         if not with_logging:
             return loop_episode(EnvironmentLoop(environment, executor))
         logger = make_logger(run_dir, "executor_0", config.terminal_log_interval_s,
@@ -149,7 +150,7 @@ def main() -> None:
     }
     for name, (other, _, other_client) in other_systems.items():
         variants[SYSTEM_VARIANT.format(name)] = make_executor_loop(
-            with_replay=True, builder=other.builder, client=other_client)
+            with_replay=True, system=other, client=other_client)
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)

@@ -1,9 +1,10 @@
 """Validated configuration dataclasses: each field may carry a range, checked on construction."""
 
 import dataclasses
+import json
 import math
 import numbers
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 
 def bounded(default: Any, low: Optional[float] = None, high: Optional[float] = None, *,
@@ -90,6 +91,24 @@ def check_support(config: Any) -> None:
     if config.vmax <= config.vmin:
         raise ValueError(f"{type(config).__name__}.vmax ({config.vmax}) must exceed vmin "
                          f"({config.vmin})")
+
+
+def parse_json_object(text: str, name: str) -> Dict[str, Any]:
+    """The JSON object `text` holds ({} if it is empty), e.g. a flag's value.
+
+    Raises:
+      ValueError: naming `name`, if `text` is not a JSON object.
+    """
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{name} is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object, got {text!r}")
+    return value
 
 
 @dataclasses.dataclass

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 import typing
-from typing import Any, Callable, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Type, TypeVar
 
 from absl import app, flags, logging
 import launchpad as lp
@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from mava_systems import console, ray_launch, run_summary
 from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
+from mava_systems.config import parse_json_object
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
 from mava_systems.progress import read_snapshot, reporting_progress
@@ -43,6 +44,9 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
     `default_num_caches=None` there is no `--num_caches` (the system fixes it).
     """
     flags.DEFINE_string("env", default_env, "Environment name, e.g. mpe/simple_spread_v3.")
+    flags.DEFINE_string("env_kwargs", "",
+                        "The environment's keyword arguments as a JSON object, e.g. "
+                        "'{\"continuous_actions\": true}' (default: none).")
     flags.DEFINE_integer(f"num_{executor_name}s", 1, f"{executor_name.capitalize()} nodes.")
     if default_num_caches is not None:
         flags.DEFINE_integer("num_caches", default_num_caches,
@@ -108,6 +112,21 @@ def config_from_flags(config_class: Type[ConfigT]) -> ConfigT:
     return config_class(**values)
 
 
+def environment_kwargs(env_name: str,
+                       family_env_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None
+                       ) -> Dict[str, Any]:
+    """The constructor arguments of environment `env_name`: the example's defaults for its
+    family (e.g. {"mpe": {"continuous_actions": True}}), updated by `--env_kwargs` (a JSON
+    object; empty: none).
+
+    Raises:
+      ValueError: if the flag is not a JSON object.
+    """
+    kwargs = dict((family_env_kwargs or {}).get(env_name.partition("/")[0], {}))
+    kwargs.update(parse_json_object(FLAGS.env_kwargs, "--env_kwargs"))
+    return kwargs
+
+
 def max_executor_steps_flag(executor_name: str = "executor") -> Optional[int]:
     """The step limit from `--max_<executor_name>_steps`, None for 0 (run until stopped)."""
     flag = f"max_{executor_name}_steps"
@@ -153,7 +172,7 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
             configure_tensorflow_threads(FLAGS.tf_threads)
             system = system_class(
                 environment_factory=wrappers.make_environment_factory(
-                    FLAGS.env, **(family_env_kwargs or {}).get(FLAGS.env.partition("/")[0], {})),
+                    FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs)),
                 config=config_from_flags(config_class),
                 **topology_from_flags(executor_name))
             status = prepare(system)

@@ -128,12 +128,17 @@ class DistributedSystem:
                 "agents": self.environment_spec.agents,
                 "network_variables": self._network_variables,
                 # What replay stores: a saved replay of another layout cannot be resumed.
-                "replay_items": {table.name: repr(table.info.signature) for table in self.replay()},
+                "replay_items": {table.name: self.replay_item_description(table)
+                                 for table in self.replay()},
             })
         if dataclasses.is_dataclass(self.config):
             description.update({f"config.{key}": value
                                 for key, value in dataclasses.asdict(self.config).items()})
         return description
+
+    def replay_item_description(self, table: reverb.Table) -> str:
+        """What `table`'s items hold, as recorded in run.json: the repr of its signature."""
+        return repr(table.info.signature)
 
     def run_config(self) -> Dict[str, Any]:
         """The settings of this launch: saved as `<run_dir>/config.json` and printed at start."""

@@ -1,6 +1,6 @@
 """The Launchpad program MADQN builds: groups, node types and who reads variables from whom.
 
-VDN and QMIX, MADQN's subclasses, must build the very same program.
+VDN, QMIX, MAPPO and IPPO, MADQN's subclasses, must build the very same program.
 
 Launchpad's `program.add_node` returns `node.create_handle()`, a new handle object
 each time that wraps the node's own `Address` object, so a handle found in another
@@ -16,7 +16,7 @@ from launchpad.nodes.courier.node import CourierHandle
 from launchpad.nodes.reverb.node import ReverbHandle
 import pytest
 
-from mava_systems import maddpg, madqn, qmix, vdn
+from mava_systems import maddpg, madqn, mappo, qmix, vdn
 from mava_systems.components.cacher import CacherNode, VariableCache
 import wrappers
 
@@ -36,7 +36,7 @@ def node_of(handle, nodes):
     return found[0]
 
 
-SYSTEM_CLASSES = [madqn.MADQN, vdn.VDN, qmix.QMIX]
+SYSTEM_CLASSES = [madqn.MADQN, vdn.VDN, qmix.QMIX, mappo.MAPPO, mappo.IPPO]
 
 
 def make_system(system_class, factory, case, run_dir):

@@ -23,6 +23,10 @@ class LineWorldEnv(ParallelEnv):
     truncation of all agents after `max_cycles` steps; nobody terminates.
     `state()` is the concatenation of all observations.
 
+    With `continuous_actions=True` (as MPE's flag) each action is a float in
+    [-1, 1] (a Box of shape (1,)), rounded to the nearest of LEFT (-1), STAY (0)
+    and RIGHT (+1) moves: the same task for continuous-action systems.
+
     With the defaults (2 agents, length 5, 10 steps), measured over 10,000
     episodes: a uniformly random policy returns about -3.2 per episode, the
     greedy policy (step towards the goal, then stay) -0.24 (exactly, in expectation),
@@ -31,7 +35,8 @@ class LineWorldEnv(ParallelEnv):
 
     metadata = {"name": "line_world_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
-    def __init__(self, n_agents: int = 2, length: int = 5, max_cycles: int = 10, render_mode: Optional[str] = None):
+    def __init__(self, n_agents: int = 2, length: int = 5, max_cycles: int = 10, render_mode: Optional[str] = None,
+                 continuous_actions: bool = False):
         if n_agents < 1 or length < 2 or max_cycles < 1:
             raise ValueError(
                 f"need n_agents >= 1, length >= 2 and max_cycles >= 1, got {n_agents}, {length}, {max_cycles}"
@@ -46,7 +51,9 @@ class LineWorldEnv(ParallelEnv):
         self.observation_spaces = {
             agent: spaces.Box(0.0, 1.0, (2 * length,), np.float32) for agent in self.possible_agents
         }
-        self.action_spaces = {agent: spaces.Discrete(3) for agent in self.possible_agents}
+        self._continuous_actions = continuous_actions
+        action_space = spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous_actions else spaces.Discrete(3)
+        self.action_spaces = {agent: action_space for agent in self.possible_agents}
         self.state_space = spaces.Box(0.0, 1.0, (2 * length * n_agents,), np.float32)
         self._rng: Optional[np.random.Generator] = None
         self._cells = np.zeros(n_agents, np.int64)
@@ -57,7 +64,7 @@ class LineWorldEnv(ParallelEnv):
         """The observation space of `agent`."""
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> spaces.Discrete:
+    def action_space(self, agent: str) -> spaces.Space:
         """The action space of `agent`."""
         return self.action_spaces[agent]
 
@@ -78,7 +85,7 @@ class LineWorldEnv(ParallelEnv):
         """Moves every agent, then returns observations, rewards, terminations, truncations, infos."""
         if not self.agents:
             raise RuntimeError("step() called on a finished episode: call reset() first")
-        moves = np.array([int(actions[agent]) - STAY for agent in self.possible_agents])
+        moves = np.array([self._move(actions[agent]) for agent in self.possible_agents])
         self._cells = np.clip(self._cells + moves, 0, self._length - 1)
         self._steps += 1
         reward = -float(np.abs(self._cells - self._goals).sum()) / (len(self.possible_agents) * self._length)
@@ -94,6 +101,12 @@ class LineWorldEnv(ParallelEnv):
             {agent: truncated for agent in agents},
             {agent: {} for agent in agents},
         )
+
+    def _move(self, action: Any) -> int:
+        """-1, 0 or +1: a discrete action less STAY, or a continuous one clipped and rounded."""
+        if self._continuous_actions:
+            return int(np.rint(np.clip(np.asarray(action, np.float64).reshape(-1)[0], -1.0, 1.0)))
+        return int(action) - STAY
 
     def state(self) -> np.ndarray:
         """All agents' observations, concatenated in `possible_agents` order."""

@@ -3,6 +3,7 @@
 from typing import Any, Iterator, List, Optional
 
 from acme import adders
+from acme import specs as acme_specs
 from acme.adders import reverb as reverb_adders
 from acme.adders.reverb.sequence import EndBehavior
 from acme.tf import variable_utils
@@ -34,10 +35,15 @@ class IMPALABuilder(MADQNBuilder):
                              np.float32)
             for key, agents in self.stacker.agents_by_network.items()}}
 
+    def sequence_environment_spec(self) -> acme_specs.EnvironmentSpec:
+        """The spec of what each stored step holds besides its extras: the environment's data
+        stacked per network."""
+        return self.environment_spec.stacked(self.stacker)
+
     def make_replay_tables(self) -> List[reverb.Table]:
         """One FIFO queue of sequences: each is trained on once, and actors wait when it is full."""
         signature = reverb_adders.SequenceAdder.signature(
-            self.environment_spec.stacked(self.stacker), self.extras_spec(),
+            self.sequence_environment_spec(), self.extras_spec(),
             sequence_length=self.config.sequence_length)
         return [reverb.Table.queue(name=QUEUE_TABLE, max_size=self.config.max_queue_size,
                                    signature=signature)]

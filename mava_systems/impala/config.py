@@ -1,10 +1,9 @@
 """IMPALA hyper-parameters, validated on construction."""
 
 import dataclasses
-import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import RunConfig, bounded, validate
+from mava_systems.config import RunConfig, bounded, check_sizes, validate
 
 
 @dataclasses.dataclass
@@ -35,9 +34,4 @@ class IMPALAConfig(RunConfig):
 
     def __post_init__(self):
         validate(self)
-        if (not isinstance(self.hidden_sizes, (tuple, list)) or not self.hidden_sizes or any(
-                isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
-                for size in self.hidden_sizes)):
-            raise ValueError("IMPALAConfig.hidden_sizes must be a non-empty sequence of positive "
-                             f"integers, got {self.hidden_sizes!r}")
-        self.hidden_sizes = tuple(int(size) for size in self.hidden_sizes)
+        check_sizes(self, "hidden_sizes")

@@ -54,12 +54,7 @@ class IMPALAExecutor(MADQNExecutor):
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action; keeps the logits for `observe`."""
         stacked = self._stack_observation(observations)
-        if self._policy is None:
-            signature = tf.nest.map_structure(
-                lambda array: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype)), stacked)
-            self._policy = tf.function(self._batched_policy, input_signature=[
-                signature, tf.TensorSpec([], tf.float32)])
-        outputs = self._policy(stacked, np.float32(0.0))
+        outputs = self.run_policy(stacked)
         self._logits = {key: logits.numpy() for key, (_, logits) in outputs.items()}
         return self._stacker.unstack({key: action.numpy() for key, (action, _) in outputs.items()})
 

@@ -1,7 +1,7 @@
 """MADDPG and MAD4PG: deterministic policy gradients with per-agent critics, as Launchpad programs."""
 
 import functools
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from mava_systems.components.exploration import ConstantEpsilon, log_spread
 from mava_systems.madqn.builder import MADQNBuilder
@@ -33,12 +33,15 @@ class MADDPG(MADQN):
     builder_class = MADDPGBuilder
     system_name = "maddpg"
     config_class = MADDPGConfig
-    exploration_log_key = "noise_scale"
 
     def default_exploration_schedules(self, num_executors: int) -> List[ConstantEpsilon]:
         """One constant noise scale per executor (see `log_spread`)."""
         return [ConstantEpsilon(scale) for scale in log_spread(
             num_executors, self.config.min_noise_scale, self.config.noise_scale)]
+
+    def executor_log_values(self, executor: Any) -> Dict[str, Any]:
+        """Each executor row logs its exploration noise scale."""
+        return {"noise_scale": executor.epsilon}
 
     def make_default_network_factory(self) -> MADDPGNetworkFactory:
         """`make_default_networks` with the config's layer sizes."""

@@ -6,10 +6,13 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 from acme import adders
 from acme.adders import reverb as reverb_adders
 from acme.tf import variable_utils
+from dm_env import specs
+import numpy as np
 import reverb
 import tensorflow as tf
 
 from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.lifecycle import program_stop_event
 from mava_systems.components.packing import ArrayPacker
 from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
@@ -54,6 +57,17 @@ class MADQNBuilder:
         """The environment extras replay items carry: with `stores_environment_extras`, all the
         environment has (`{"env_state": spec}` when it has a global state), else none."""
         return dict(self.environment_spec.extras) if self.stores_environment_extras else {}
+
+    def global_state_spec(self) -> specs.Array:
+        """The global state a centralised module (a mixer, a critic) sees: the environment's
+        `env_state` when replay stores it, else every agent's observation flattened and
+        concatenated."""
+        stored = self.replay_environment_extras_spec()
+        if "env_state" in stored:
+            return stored["env_state"]
+        size = sum(int(np.prod(self.environment_spec.observations[agent].observation.shape))
+                   for agent in self.environment_spec.agents)
+        return specs.Array((size,), np.float32, name="concatenated_observations")
 
     def transition_signature(self) -> Any:
         """The (unpacked) replay item: an n-step transition of every network's agents stacked
@@ -168,3 +182,10 @@ class MADQNBuilder:
                       seed: int = 0) -> MADQNExecutor:
         """An epsilon-greedy executor following `exploration_schedule`."""
         return MADQNExecutor(networks, exploration_schedule, adder, variable_client, seed)
+
+    def make_evaluation_executor(self, networks: MADQNNetworks,
+                                 variable_client: Optional[variable_utils.VariableClient] = None,
+                                 seed: int = 0) -> MADQNExecutor:
+        """A greedy executor that writes nothing (the evaluator's, and `evaluate`'s)."""
+        return self.make_executor(networks, ConstantEpsilon(0.0), variable_client=variable_client,
+                                  seed=seed)

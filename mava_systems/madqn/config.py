@@ -1,10 +1,9 @@
 """MADQN hyper-parameters, validated on construction."""
 
 import dataclasses
-import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import RunConfig, bounded, validate
+from mava_systems.config import RunConfig, bounded, check_sizes, validate
 
 
 @dataclasses.dataclass
@@ -50,9 +49,4 @@ class MADQNConfig(RunConfig):
             raise ValueError(
                 f"MADQNConfig.max_replay_size ({self.max_replay_size}) must be at least "
                 f"min_replay_size ({self.min_replay_size})")
-        if (not isinstance(self.hidden_sizes, (tuple, list)) or not self.hidden_sizes or any(
-                isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0
-                for size in self.hidden_sizes)):
-            raise ValueError("MADQNConfig.hidden_sizes must be a non-empty sequence of positive "
-                             f"integers, got {self.hidden_sizes!r}")
-        self.hidden_sizes = tuple(int(size) for size in self.hidden_sizes)
+        check_sizes(self, "hidden_sizes")

@@ -107,14 +107,18 @@ class MADQNExecutor:
                 key: numpy_epsilon_greedy(self._numpy_networks[key](observation.observation),
                                           observation.legal_actions, epsilon, self._rng)
                 for key, observation in stacked.items()})
+        actions = self.run_policy(stacked, self.epsilon)
+        return self._stacker.unstack({key: value.numpy() for key, value in actions.items()})
+
+    def run_policy(self, stacked: Dict[str, OLT], epsilon: float = 0.0) -> Any:
+        """`_batched_policy` on stacked observations, compiled on first use."""
         if self._policy is None:
             # A fixed input signature: TF skips re-checking the numpy inputs on every call.
             signature = tf.nest.map_structure(
                 lambda array: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype)), stacked)
             self._policy = tf.function(self._batched_policy, input_signature=[
                 signature, tf.TensorSpec([], tf.float32)])
-        actions = self._policy(stacked, np.float32(self.epsilon))
-        return self._stacker.unstack({key: value.numpy() for key, value in actions.items()})
+        return self._policy(stacked, np.float32(epsilon))
 
     @property
     def observes_extras(self) -> bool:

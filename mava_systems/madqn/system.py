@@ -8,7 +8,7 @@ from acme.utils import counting
 
 from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.lifecycle import call_unless_stopped
-from mava_systems.components.exploration import ConstantEpsilon, default_schedules
+from mava_systems.components.exploration import default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule
@@ -31,8 +31,6 @@ class MADQN(DistributedSystem):
     builder_class = MADQNBuilder
     system_name = "madqn"
     config_class = MADQNConfig
-    # The executors' log column of their exploration rate (`executor.epsilon`).
-    exploration_log_key = "epsilon"
 
     def __init__(
         self,
@@ -138,8 +136,8 @@ class MADQN(DistributedSystem):
         """An executor with epsilon 0 following the source's variables, and its variable client."""
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
-        executor = self.builder.make_executor(
-            networks, ConstantEpsilon(0.0), variable_client=variable_client, seed=seed)
+        executor = self.builder.make_evaluation_executor(
+            networks, variable_client=variable_client, seed=seed)
         return executor, variable_client
 
     def executor(self, executor_id, replay, variable_source, counter):
@@ -165,5 +163,9 @@ class MADQN(DistributedSystem):
         label = f"executor_{executor_id}"
         logging.info("%s explores with %r from its step %d", label, schedule, start_step)
         return self.executor_loop(environment, executor, executor_counter, label,
-                                  extra_log_fn=lambda: {self.exploration_log_key: executor.epsilon})
+                                  extra_log_fn=lambda: self.executor_log_values(executor))
+
+    def executor_log_values(self, executor: Any) -> Dict[str, Any]:
+        """What each executor row logs besides its episode's statistics: its epsilon."""
+        return {"epsilon": executor.epsilon}
 

@@ -2,8 +2,9 @@
 may restart."""
 
 import dataclasses
-import json
 from typing import Any, Dict, Mapping, Optional, Sequence
+
+from mava_systems.config import parse_json_object
 
 # Ray option names for the resources a user names as CPU, GPU and memory; any other name is a
 # custom resource of the cluster's nodes (e.g. `ray start --resources='{"trainer_host": 1}'`).
@@ -99,12 +100,4 @@ def parse_group_resources(specs: Sequence[str]) -> Dict[str, Dict[str, float]]:
 
 def parse_runtime_env(text: str) -> Dict[str, Any]:
     """A runtime_env given as JSON text (empty: none)."""
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"--ray_runtime_env is not JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"--ray_runtime_env must be a JSON object, got {text!r}")
-    return value
+    return parse_json_object(text, "--ray_runtime_env")

@@ -3,7 +3,6 @@
 from typing import Any, Dict, Optional
 
 from dm_env import specs
-import numpy as np
 import sonnet as snt
 
 from mava_systems.madqn.builder import MADQNBuilder
@@ -39,12 +38,7 @@ class VDNBuilder(MADQNBuilder):
     def mixer_state_spec(self) -> specs.Array:
         """The spec of the global state the mixer sees: the environment's `env_state` when
         replay stores it, else all agents' observations flattened and concatenated."""
-        stored = self.replay_environment_extras_spec()
-        if "env_state" in stored:
-            return stored["env_state"]
-        size = sum(int(np.prod(self.environment_spec.observations[agent].observation.shape))
-                   for agent in self.environment_spec.agents)
-        return specs.Array((size,), np.float32, name="concatenated_observations")
+        return self.global_state_spec()
 
     def make_mixer(self) -> snt.Module:
         """A new mixer, its variables created and its output shape checked (see `build_mixer`)."""

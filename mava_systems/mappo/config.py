@@ -1,0 +1,66 @@
+"""MAPPO/IPPO hyper-parameters, validated on construction."""
+
+import dataclasses
+from typing import Optional, Tuple
+
+from mava_systems.config import bounded
+from mava_systems.impala.config import IMPALAConfig
+
+CRITICS = ("centralised", "decentralised")
+
+
+@dataclasses.dataclass
+class MAPPOConfig(IMPALAConfig):
+    """Every MAPPO hyper-parameter: IMPALA's sequence queue and learning fields, and PPO's own.
+
+    IMPALA's `baseline_cost` weighs the value loss; its `learning_rate` is the
+    policy's step size (and the critic's with one optimizer, see
+    `separate_optimizers`).
+    """
+
+    # PPO.
+    critic: str = "centralised"  # "centralised" (MAPPO: global state) or "decentralised" (IPPO).
+    gae_lambda: float = bounded(0.95, 0.0, 1.0, doc="GAE lambda (0: one-step TD, 1: Monte Carlo).")
+    clip_epsilon: float = bounded(0.2, 0.0, low_inclusive=False,
+                                  doc="Policy ratios are clipped to [1 - this, 1 + this].")
+    value_clip_epsilon: Optional[float] = bounded(
+        0.2, 0.0, low_inclusive=False, optional=True,
+        doc="Value updates are clipped to +-this around the old value (None: no clipping).")
+    num_epochs: int = bounded(4, 1, doc="Passes over each batch of sequences.")
+    num_minibatches: int = bounded(2, 1, doc="Minibatches each batch is split into per epoch.")
+    normalize_advantages: bool = True
+    normalize_values: bool = True  # Value targets standardised by running statistics.
+    separate_optimizers: bool = True  # One Adam for the policy, one for the critic.
+    critic_learning_rate: float = bounded(5e-4, 0.0, low_inclusive=False,
+                                          doc="The critic's Adam step size (separate optimizers).")
+    max_policy_lag: Optional[int] = bounded(
+        None, 0, optional=True,
+        doc="Sequences acted on more than this many trainer steps ago are dropped (None: none).")
+    init_log_std: float = bounded(-0.5, doc="Initial log standard deviation (continuous actions).")
+    # Agents that share a network get their one-hot index appended to their observation.
+    agent_ids: bool = True
+
+    # IMPALA's fields with PPO's defaults.
+    entropy_cost: float = bounded(0.01, 0.0, doc="Weight of the policy entropy bonus.")
+    baseline_cost: float = bounded(1.0, 0.0, doc="Weight of the value loss.")
+    max_gradient_norm: float = bounded(10.0, 0.0, low_inclusive=False,
+                                       doc="Global-norm gradient clipping per optimizer.")
+    batch_size: int = bounded(16, 1, doc="Sequences per trainer step.")
+    sequence_length: int = bounded(21, 2, doc="Steps per sequence, with its bootstrap step.")
+    max_queue_size: int = bounded(64, 1, doc="Sequences the queue holds before executors wait.")
+    hidden_sizes: Tuple[int, ...] = (64, 64)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.critic not in CRITICS:
+            raise ValueError(f"{type(self).__name__}.critic must be one of {CRITICS}, "
+                             f"got {self.critic!r}")
+        if self.max_policy_lag is not None:  # `validate` reads optional bounds as floats.
+            if not float(self.max_policy_lag).is_integer():
+                raise ValueError(f"{type(self).__name__}.max_policy_lag must be an integer or "
+                                 f"None, got {self.max_policy_lag!r}")
+            self.max_policy_lag = int(self.max_policy_lag)
+        if self.batch_size % self.num_minibatches:
+            raise ValueError(
+                f"{type(self).__name__}.batch_size ({self.batch_size}) must be a multiple of "
+                f"num_minibatches ({self.num_minibatches})")

@@ -1,0 +1,132 @@
+"""Action distributions of MAPPO's policies: categorical over legal actions, squashed Gaussian.
+
+Each head turns a policy network's output into actions, log-probabilities and
+entropies. Executors and the trainer compute log-probabilities with the same
+head from the action actually sent to the environment, so the behaviour and
+target log-probabilities of a step always refer to the same action.
+"""
+
+import math
+from typing import Any, Tuple
+
+from dm_env import specs
+import numpy as np
+import tensorflow as tf
+
+from mava_systems.impala.execution import sample_action
+from mava_systems.madqn.networks import mask_illegal
+
+# Squashed actions are kept this far inside (-1, 1) before atanh, so the log-probability of an
+# action on a bound stays finite.
+_SQUASH_EPSILON = 1e-6
+
+
+class CategoricalHead:
+    """A categorical policy over `num_actions` logits with zero probability on illegal actions
+    (a row with no legal action allows every action, see `mask_illegal`)."""
+
+    discrete = True
+
+    def __init__(self, action_spec: specs.DiscreteArray):
+        self.action_spec = action_spec
+
+    def log_probs(self, logits: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
+        """log pi(. | o) [..., num_actions]: about -3.4e38 on illegal actions."""
+        return tf.nn.log_softmax(mask_illegal(logits, legal_actions), axis=-1)
+
+    def log_prob(self, logits: tf.Tensor, legal_actions: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
+        """log pi(action | o) per row: [...]."""
+        log_probs = self.log_probs(logits, legal_actions)
+        action = tf.cast(action, tf.int32)
+        return tf.gather(log_probs, action, batch_dims=len(action.shape))
+
+    def entropy(self, logits: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
+        """The entropy of each row's distribution over its legal actions: [...]."""
+        log_probs = self.log_probs(logits, legal_actions)
+        probabilities = tf.exp(log_probs)  # Exactly 0 on illegal actions.
+        return -tf.reduce_sum(tf.where(probabilities > 0, probabilities * log_probs, 0.0), axis=-1)
+
+    def sample(self, logits: tf.Tensor, legal_actions: tf.Tensor,
+               generator: tf.random.Generator) -> Tuple[tf.Tensor, tf.Tensor]:
+        """(action [B] int32, its log-probability [B]), drawn among legal actions."""
+        action = sample_action(mask_illegal(logits, legal_actions), generator)
+        return action, self.log_prob(logits, legal_actions, action)
+
+    def greedy(self, logits: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:
+        """The most likely legal action of each row: [B] int32."""
+        return tf.argmax(mask_illegal(logits, legal_actions), axis=-1, output_type=tf.int32)
+
+
+class SquashedGaussianHead:
+    """A diagonal Gaussian on an unbounded variable u, squashed into the spec's bounds:
+    action = low + (tanh(u) + 1) (high - low) / 2.
+
+    The policy network outputs (mean, log_std) of u. The log-probability of an
+    action is the density of the squashed distribution at that action (the
+    Gaussian's at atanh of it, with the change-of-variables terms). The entropy
+    reported and maximised is the Gaussian's (the squashed one has no closed form).
+    """
+
+    discrete = False
+
+    def __init__(self, action_spec: specs.BoundedArray):
+        self.action_spec = action_spec
+        self._low = tf.constant(np.asarray(action_spec.minimum, np.float32)
+                                * np.ones(action_spec.shape, np.float32))
+        self._high = tf.constant(np.asarray(action_spec.maximum, np.float32)
+                                 * np.ones(action_spec.shape, np.float32))
+        self._half_range = (self._high - self._low) / 2.0
+
+    def squash(self, unbounded: tf.Tensor) -> tf.Tensor:
+        """Maps u to an action within the bounds (clipped: float rounding may leave them)."""
+        action = self._low + (tf.tanh(unbounded) + 1.0) * self._half_range
+        return tf.clip_by_value(action, self._low, self._high)
+
+    def log_prob(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any,
+                 action: tf.Tensor) -> tf.Tensor:
+        """log pi(action | o) per row, summed over the action's dimensions: [...]."""
+        del legal_actions  # Every action within the bounds is legal.
+        mean, log_std = outputs
+        squashed = tf.clip_by_value((tf.cast(action, tf.float32) - self._low) / self._half_range - 1.0,
+                                    -1.0 + _SQUASH_EPSILON, 1.0 - _SQUASH_EPSILON)
+        unbounded = tf.atanh(squashed)
+        gaussian = (-0.5 * tf.square((unbounded - mean) / tf.exp(log_std)) - log_std
+                    - 0.5 * math.log(2.0 * math.pi))
+        jacobian = tf.math.log(1.0 - tf.square(squashed)) + tf.math.log(self._half_range)
+        return tf.reduce_sum(gaussian - jacobian, axis=-1)
+
+    def entropy(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any) -> tf.Tensor:
+        """The entropy of the Gaussian on u, summed over dimensions: [...]."""
+        del legal_actions
+        mean, log_std = outputs
+        return tf.reduce_sum(tf.zeros_like(mean) + log_std + 0.5 * math.log(2.0 * math.pi * math.e),
+                             axis=-1)
+
+    def sample(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any,
+               generator: tf.random.Generator) -> Tuple[tf.Tensor, tf.Tensor]:
+        """(action [B, D] within the bounds, its log-probability [B])."""
+        mean, log_std = outputs
+        action = self.squash(mean + tf.exp(log_std) * generator.normal(tf.shape(mean)))
+        return action, self.log_prob(outputs, legal_actions, action)
+
+    def greedy(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any) -> tf.Tensor:
+        """The squashed mean: [B, D]."""
+        del legal_actions
+        return self.squash(outputs[0])
+
+
+def make_head(action_spec: specs.Array) -> Any:
+    """The policy head of an action spec: categorical for discrete, squashed Gaussian for
+    bounded float vectors.
+
+    Raises:
+      ValueError: for any other action spec (e.g. unbounded floats).
+    """
+    if isinstance(action_spec, specs.DiscreteArray):
+        return CategoricalHead(action_spec)
+    if (isinstance(action_spec, specs.BoundedArray) and len(action_spec.shape) == 1
+            and np.all(np.isfinite(action_spec.minimum)) and np.all(np.isfinite(action_spec.maximum))
+            and np.all(np.asarray(action_spec.maximum) > np.asarray(action_spec.minimum))):
+        return SquashedGaussianHead(action_spec)
+    raise ValueError(f"MAPPO needs discrete actions or a bounded float vector with finite bounds, "
+                     f"got {action_spec}")

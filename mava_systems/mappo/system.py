@@ -1,0 +1,89 @@
+"""MAPPO and IPPO: PPO for every agent, with a centralised or a decentralised critic."""
+
+from typing import Any, Dict, Optional, Sequence
+
+from absl import logging
+import tree
+
+from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.madqn.system import MADQN
+from mava_systems.mappo.builder import MAPPOBuilder
+from mava_systems.mappo.config import MAPPOConfig
+from mava_systems.mappo.networks import NetworkFactory, mlp_network_factory
+
+
+class MAPPO(MADQN):
+    """Multi-agent PPO: on-policy actor-critic whose critics see the global state.
+
+    The program is the seed's IMPALA with the multi-agent systems' groups: a
+    Reverb queue of sequences in `replay`, `counter`, `coordinator` (with a step
+    limit), `trainer`, `evaluator`, `cacher` (with `num_caches` > 0) and
+    `executor` nodes reading variables round-robin from the caches (or the
+    trainer). Executors sample their policies and write fixed-length sequences
+    (each starting at the previous one's last step, its bootstrap); the
+    trainer runs PPO epochs on each batch (see `MAPPOTrainer`); the evaluator
+    takes each policy's most likely action.
+
+    Agents of one type share a policy and a critic by default, and see their
+    one-hot agent ID (`config.agent_ids`). The centralised critic sees the
+    environment's `env_state` (or, when it has none, every agent's observation
+    concatenated, said once here) followed by its agent's observation.
+
+    Takes MADQN's arguments except the exploration schedules (MAPPO explores by
+    sampling its policy); `network_factory(observation_spec, action_spec,
+    critic_input_spec)` returns a (policy, critic) pair (see `NetworkFactory`).
+    """
+
+    builder_class = MAPPOBuilder
+    system_name = "mappo"
+    config_class = MAPPOConfig
+    # The critic a default config has; IPPO's is decentralised.
+    critic = "centralised"
+
+    def __init__(
+        self,
+        environment_factory: Any,
+        network_factory: Optional[NetworkFactory] = None,
+        num_executors: int = 1,
+        num_caches: int = 0,
+        max_executor_steps: Optional[int] = None,
+        config: Optional[MAPPOConfig] = None,
+        run_dir: Optional[str] = None,
+    ):
+        if config is None:
+            config = self.config_class(critic=self.critic)
+        elif not isinstance(config, MAPPOConfig):
+            raise ValueError(f"{type(self).__name__} needs a MAPPOConfig, got {type(config).__name__}")
+        elif type(self) is not MAPPO and config.critic != self.critic:
+            raise ValueError(f"{type(self).__name__} has a {self.critic} critic, but the config "
+                             f"asks for critic={config.critic!r}")
+        super().__init__(environment_factory, network_factory, num_executors, num_caches,
+                         max_executor_steps, config, run_dir=run_dir)
+        if self.builder.centralised and "env_state" not in self.environment_spec.extras:
+            logging.warning("%s: the environment has no global state; the centralised critic "
+                            "sees the concatenation of all agents' observations",
+                            type(self).__name__)
+
+    def default_exploration_schedules(self, num_executors: int) -> Sequence[ConstantEpsilon]:
+        """No epsilon exploration: executors sample their policies."""
+        return [ConstantEpsilon(0.0)] * num_executors
+
+    def make_default_network_factory(self) -> NetworkFactory:
+        """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`)."""
+        return mlp_network_factory(self.config.hidden_sizes, self.config.init_log_std)
+
+    def replay_item_description(self, table: Any) -> str:
+        """Every leaf of the item signature with its path, in sorted order: the signature of a
+        table read back from Reverb holds its dicts in an order that varies between processes."""
+        return repr(tree.flatten_with_path(table.info.signature))
+
+    def executor_log_values(self, executor: Any) -> Dict[str, Any]:
+        """Each executor row logs the trainer step of the policy it acted with."""
+        return {"policy_version": executor.policy_version}
+
+
+class IPPO(MAPPO):
+    """Independent PPO: MAPPO whose critics see only their agent's observation."""
+
+    system_name = "ippo"
+    critic = "decentralised"
