@@ -83,7 +83,7 @@ def test_a_relaunch_of_a_finished_run_is_refused_without_starting_it(coordinator
     ("local_mt", signal.SIGTERM, 1.0),
     ("local_mt", signal.SIGINT, 0.0),
     ("local_mp", signal.SIGINT, 3.0),
-    ("local_mp", signal.SIGTERM, 0.5),
+    ("local_mp", signal.SIGTERM, 2.0),
 ])
 def test_a_signal_during_start_up_ends_every_node_cleanly(tmp_path, launch_type, signal_number,
                                                          after_s):
