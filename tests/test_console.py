@@ -171,7 +171,8 @@ def test_the_resume_command_repeats_the_flags_with_this_run_dir_and_a_higher_lim
                             "--run_dir=/abs/run --max_executor_steps=1000")
 
 
-@pytest.mark.parametrize("name", ["executor", "trainer", "program", "learning", "checkpoint"])
+@pytest.mark.parametrize("name", ["executor", "trainer", "program", "learning", "checkpoint",
+                                  "logger_memory"])
 def test_benchmarks_run_as_files(name):
     result = subprocess.run([sys.executable, os.path.join("benchmarks", f"{name}.py"), "--help"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)

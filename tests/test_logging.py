@@ -45,3 +45,25 @@ def test_rows_without_the_counts_get_no_rates():
     recording = RecordingLogger()
     node_logging.CountRateLogger(recording).write({"loss": 2.0})
     assert recording.rows == [{"loss": 2.0}]
+
+
+def test_tensorboard_rows_are_scalars_tagged_by_label_and_stepped_by_the_steps_key(tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=import-outside-toplevel
+    from tensorboard.util import tensor_util  # pylint: disable=import-outside-toplevel
+
+    logger = node_logging.TensorBoardLogger(str(tmp_path), "executor_0", "executor_steps")
+    for row in range(3):
+        logger.write({"episode_return": -1.5 * row, "final": row == 2, "rate": math.nan,
+                      "executor_steps": 25 * row})
+    logger.close()
+    events = event_accumulator.EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert set(events.Tags()["tensors"]) == {"executor_0/episode_return", "executor_0/final",
+                                             "executor_0/rate"}
+    returns = events.Tensors("executor_0/episode_return")
+    assert [event.step for event in returns] == [0, 25, 50]
+    assert [float(tensor_util.make_ndarray(event.tensor_proto)) for event in returns] == [
+        0.0, -1.5, -3.0]
+    assert [float(tensor_util.make_ndarray(event.tensor_proto))
+            for event in events.Tensors("executor_0/final")] == [0.0, 0.0, 1.0]
+    assert math.isnan(float(tensor_util.make_ndarray(events.Tensors("executor_0/rate")[0].tensor_proto)))
