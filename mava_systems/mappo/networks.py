@@ -104,10 +104,6 @@ class MAPPONetworks:
         return {**{f"policy/{key}": policy for key, policy in self.policies.items()},
                 **{f"critic/{key}": critic for key, critic in self.critics.items()}}
 
-    def acting_modules(self) -> Dict[str, snt.Module]:
-        """What executors act with, by checkpoint name: the policies."""
-        return {f"policy/{key}": policy for key, policy in self.policies.items()}
-
 
 def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[str, str],
                   network_factory: NetworkFactory,
