@@ -93,9 +93,12 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy")
     log_path = tmp_path / "run.log"
     with open(log_path, "w") as log:
+        # Started as a background job would be, with SIGINT ignored: the launcher installs its
+        # own handler (as Launchpad's do), so the Ctrl-C below still stops the run.
         process = subprocess.Popen(example_command(run_dir, *flags, launch_type="ray"),
                                    cwd=program_helpers.ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT)
+                                   stderr=subprocess.STDOUT,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         # 1. An executor's process is SIGKILLed once it has logged: Ray restarts it.
         wait_until(lambda: rows(run_dir, "executor_0") and incarnations(run_dir, "executor/0"),

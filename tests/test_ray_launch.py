@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import re
+import signal
 import threading
 
 import launchpad as lp
@@ -19,7 +20,7 @@ from mava_systems import madqn, ray_launch
 from mava_systems.components.run_directory import read_status
 from mava_systems.ray_launch import RayLaunchConfig, parse_group_resources
 from mava_systems.ray_launch.config import parse_runtime_env
-from mava_systems.ray_launch.launcher import RayLaunchError, node_specs
+from mava_systems.ray_launch.launcher import RayLaunchError, node_specs, stop_signals_raise
 from mava_systems.ray_launch.proxies import CourierRef, ReverbRef
 from mava_systems.ray_launch.runtime import NodeRuntime
 import program_helpers
@@ -89,6 +90,24 @@ def test_unsupported_nodes_are_refused_before_ray_starts():
     program.add_node(lp.PyNode(print), label="main")
     with pytest.raises(ValueError, match="node main/0 is a PyNode"):
         node_specs(program, "space")
+
+
+@pytest.mark.parametrize("signum, name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM"),
+                                           (signal.SIGQUIT, "SIGQUIT")])
+def test_stop_signals_interrupt_the_launcher_even_when_inherited_ignored(signum, name):
+    """The launcher's watch loop is interrupted by Ctrl-C, SIGTERM and SIGQUIT, also in a process
+    that inherited SIGINT ignored (a background job); the previous handlers come back after."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with stop_signals_raise() as received:
+                os.kill(os.getpid(), signum)
+                for _ in range(100):  # The handler runs between bytecodes of the main thread.
+                    threading.Event().wait(0.01)
+        assert received == [name]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_the_node_runtime_gives_nodes_launchpads_stop_event_handlers_and_stopper():

@@ -8,12 +8,15 @@ restarted too, so they reconnect; a node restarted more than `max_restarts`
 times stops the run with an error. When a node calls `lp.stop()` (or on
 Ctrl-C) every node is told to stop, given `termination_notice_s` to finish,
 and then every actor is ended, and the local Ray if the launch started one.
+SIGTERM and SIGQUIT stop it as Ctrl-C does, as under Launchpad's local launchers.
 """
 
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from typing import Any, Dict, Iterator, List, Optional, Set
@@ -119,6 +122,38 @@ def ray_session(config: RayLaunchConfig, namespace: str) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGQUIT: "SIGQUIT"}
+
+
+@contextlib.contextmanager
+def stop_signals_raise() -> Iterator[List[str]]:
+    """Within it, a stop signal raises KeyboardInterrupt in the main thread (restored afterwards).
+
+    Yields the list the names of the signals received are appended to (Ray's
+    calls may re-raise the interrupt as a plain KeyboardInterrupt). Installed
+    explicitly, as Launchpad's launchers do: a process started in the
+    background inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt; SIGTERM would otherwise end the launcher without
+    stopping the nodes.
+    """
+    received: List[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def raise_interrupt(signum: int, frame: Any) -> None:
+        del frame
+        received.append(STOP_SIGNALS[signum])
+        raise KeyboardInterrupt(STOP_SIGNALS[signum])
+
+    previous = {signum: signal.signal(signum, raise_interrupt) for signum in STOP_SIGNALS}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _Launch:
@@ -326,14 +361,16 @@ def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
     namespace = f"{program.name}-{uuid.uuid4().hex[:8]}"
     specs = node_specs(program, namespace)
     failure = None
-    with ray_session(config, namespace):
+    # After `ray.init`, which sets its own SIGTERM handler (an immediate exit).
+    with ray_session(config, namespace), stop_signals_raise() as signals_received:
         run = _Launch(specs, config, namespace, record_dir)
         try:
             run.start()
             try:
                 failure = run.watch()
             except KeyboardInterrupt:
-                print("Ray launcher: stopping (Ctrl-C); press it again to end every node now",
+                by = signals_received[0] if signals_received else "Ctrl-C"
+                print(f"Ray launcher: stopping ({by}); press Ctrl-C again to end every node now",
                       flush=True)
             run.stop()
         finally:
