@@ -1,5 +1,5 @@
 """End-to-end: the MAPPO example runs as a Launchpad program (local_mt and local_mp), stops,
-checkpoints, resumes its counters and weights, evaluates, and names bad input.
+checkpoints, resumes its counters and weights after a SIGKILL, evaluates, and names bad input.
 
 Runs are subprocesses on the tiny cooperative `debug/line_world_v0` (see
 test_madqn_program.py). The queue holds 8 sequences: executors wait for the
@@ -13,8 +13,10 @@ import re
 
 import pytest
 
+from mava_systems.components.run_directory import read_status
 import program_helpers
 from program_helpers import evaluate_checkpoint, read_csv, stop_count
+from test_madqn_program import kill_after_checkpoints
 
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--batch_size=4", "--sequence_length=11",
                 "--num_epochs=2", "--max_queue_size=8", "--evaluation_interval_s=1",
@@ -50,10 +52,16 @@ def check_stopped_run(run_dir, output, limit):
     return int(last["trainer_steps"])
 
 
-def test_mappo_runs_resumes_and_evaluates(tmp_path):
+def test_a_killed_mappo_run_resumes_its_counts_and_weights_and_evaluates(tmp_path):
     run_dir = str(tmp_path / "run")
-    first = run_example(run_dir, "--max_executor_steps=600", "--num_executors=2")
-    first_trainer_steps = check_stopped_run(run_dir, first, 600)
+    flags = [*SMALL_CONFIG, "--num_executors=2", "--checkpoint_interval_s=2"]
+    # A limit the first part never reaches: it is SIGKILLed after two periodic checkpoints.
+    kill_after_checkpoints(program_helpers.example_command(
+                               os.path.join("mpe", "run_mappo.py"), run_dir, *flags,
+                               "--max_executor_steps=100000"),
+                           run_dir, tmp_path / "first.log", min_steps=300)
+    status = read_status(run_dir)
+    assert status.resumed and status.trainer_steps > 0
     with open(os.path.join(run_dir, "run.json")) as run_file:
         description = json.load(run_file)
     assert description["system_class"] == "mava_systems.mappo.system:MAPPO"
@@ -61,22 +69,27 @@ def test_mappo_runs_resumes_and_evaluates(tmp_path):
     # The critic sees line_world's state (20) and its agent's observation with its ID (12).
     assert [32, 64] in description["network_variables"]["critic/agent"]
 
-    second = run_example(run_dir, "--max_executor_steps=900", "--num_executors=2")
+    saved_steps = int(status.counts["executor_steps"])
+    limit = saved_steps + 300
+    second = program_helpers.run_example(os.path.join("mpe", "run_mappo.py"), run_dir, *flags,
+                                         f"--max_executor_steps={limit}")
     match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
                       second)
-    assert match, second[-3000:]
-    assert int(match.group(1)) >= first_trainer_steps > 0 and int(match.group(2)) >= 600
+    # The counter and the trainer (policy, critic, optimisers, normalisers) continue from
+    # the checkpoints the kill left, not from zero.
+    assert match and int(match.group(1)) == status.trainer_steps, second[-3000:]
+    assert int(match.group(2)) == saved_steps
     assert "trainer: restored from checkpoint" in second
-    assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > int(match.group(1))
-    reached, limit = stop_count(second)
-    assert limit == 900 and reached >= 900
+    assert check_stopped_run(run_dir, second, limit) > status.trainer_steps
+    assert int(read_status(run_dir).counts["executor_steps"]) <= limit - 1 + 2 * 10
 
     with pytest.raises(AssertionError, match="cannot continue"):
-        run_example(run_dir, "--max_executor_steps=1000", "--num_executors=2",
+        run_example(run_dir, f"--max_executor_steps={limit + 100}", "--num_executors=2",
                     "--critic=decentralised")
 
     result = evaluate_checkpoint(run_dir, "--episodes=4", "--seed=1")
     assert result["episodes"] == 4 and -10.0 <= result["mean_return"] <= 0.0
+    assert result["trainer_steps"] >= int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
 
 
 def test_ippo_runs_as_a_multi_process_program(tmp_path):
