@@ -16,6 +16,7 @@ Numbers measured while other work runs on the machine are noisy.
 """
 
 import os
+import statistics
 import tempfile
 import time
 from typing import Any, Dict, List, Optional
@@ -73,6 +74,16 @@ def sample(tree: common.ProcessTree, run_dir: str, start: float) -> Dict[str, An
             "checkpoint_files": checkpoints["files"]}
 
 
+def rss_slope(samples: List[Dict[str, Any]], label: str) -> float:
+    """Node `label`'s RSS trend over `samples` in MB per minute (least squares): steadier
+    than the change between two samples, which a save in progress can move."""
+    points = [(entry["minute"], entry["nodes"][label]["rss_mb"]) for entry in samples
+              if label in entry["nodes"]]
+    if len(points) < 2:
+        return 0.0
+    return statistics.linear_regression(*zip(*points)).slope
+
+
 def growth(samples: List[Dict[str, Any]], warmup_minutes: float) -> Dict[str, Any]:
     """Per node, the change from the first sample at or after `warmup_minutes` to the last."""
     later = [entry for entry in samples if entry["minute"] >= warmup_minutes]
@@ -84,9 +95,12 @@ def growth(samples: List[Dict[str, Any]], warmup_minutes: float) -> Dict[str, An
         begin = first["nodes"].get(label)
         if not begin:
             continue
+        slope = rss_slope(later, label)
         result[label] = {
             "rss_mb_from": round(begin["rss_mb"], 1), "rss_mb_to": round(end["rss_mb"], 1),
             "rss_growth_percent": round(100 * (end["rss_mb"] / begin["rss_mb"] - 1), 2),
+            "rss_mb_per_minute": round(slope, 4),
+            "rss_percent_per_hour": round(100 * 60 * slope / begin["rss_mb"], 2),
             "fds_change": end["fds"] - begin["fds"],
             "threads_change": end["threads"] - begin["threads"]}
     return {"from_minute": first["minute"], "to_minute": last["minute"], "nodes": result,
@@ -133,12 +147,13 @@ def main() -> None:
         stop = common.stop_example(process, tree)
     result = growth(samples, args.warmup_minutes)
     rows = [(label, node["rss_mb_from"], node["rss_mb_to"], node["rss_growth_percent"],
+             node["rss_mb_per_minute"], node["rss_percent_per_hour"],
              node["fds_change"], node["threads_change"])
             for label, node in sorted(result.get("nodes", {}).items())]
     common.print_table(f"Growth from minute {result.get('from_minute')} to "
                        f"{result.get('to_minute')}",
-                       ["node", "RSS MB from", "RSS MB to", "RSS growth %", "fds change",
-                        "threads change"], rows)
+                       ["node", "RSS MB from", "RSS MB to", "RSS growth %", "MB/min (fit)",
+                        "% per hour (fit)", "fds change", "threads change"], rows)
     common.emit(args, {"growth": result, "samples": samples, "stop": stop},
                 {"minutes": args.minutes, "warmup_minutes": args.warmup_minutes,
                  "sample_s": args.sample_s, "environment": common.ENV_NAME,
