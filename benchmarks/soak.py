@@ -6,10 +6,11 @@
 Every `--sample_s` it records, per node process (replay, counter, trainer,
 evaluator, executor/0, executor/1, ...): RSS, open file descriptors and
 threads; and the replay size (the trainer's last logged `replay_size`), the
-executor steps, and the size of the checkpoint directory with its file count.
-At the end it stops the program as Ctrl-C would and reports the growth from
-minute `--warmup_minutes` (default 10) to the end: RSS growth in percent per
-node (target under 5 %), file-descriptor and thread count changes (target 0),
+executor and trainer steps, and the size of the checkpoint directory with its
+file count. At the end it stops the program as Ctrl-C would and reports the
+growth from minute `--warmup_minutes` (default 10) to the end: RSS growth in
+percent per node between the two samples and as a least-squares trend (MB per
+minute, % per hour; target under 5 %), file-descriptor and thread count changes (target 0),
 and the checkpoint directory's largest size (bounded: Checkpointing keeps
 `max_checkpoints_to_keep` per node, Reverb keeps one replay checkpoint).
 Numbers measured while other work runs on the machine are noisy.
@@ -70,6 +71,7 @@ def sample(tree: common.ProcessTree, run_dir: str, start: float) -> Dict[str, An
     return {"minute": round((time.monotonic() - start) / 60, 2), "nodes": nodes,
             "replay_size": common.count(trainer, "replay_size"),
             "executor_steps": common.count(trainer, "executor_steps"),
+            "trainer_steps": common.count(trainer, "trainer_steps"),
             "checkpoint_mb": round(checkpoints["bytes"] / 2**20, 2),
             "checkpoint_files": checkpoints["files"]}
 
