@@ -10,7 +10,6 @@ import tensorflow as tf
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_after_stop,
                                                program_stop_event, run_watched)
-from mava_systems.components.memory import PeriodicMemoryRelease
 from mava_systems.components.replay import ReplayIterator
 
 
@@ -41,8 +40,6 @@ class TrainerLoop:
         self._stop_event = program_stop_event()
         self._num_steps_variable = self.state["num_steps"]
         self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
-        # Without it the node's resident size creeps up by freed, unreturned heap pages.
-        self._memory_release = PeriodicMemoryRelease()
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -141,6 +138,5 @@ class TrainerLoop:
                 self.step()
                 if self._checkpointing is not None:
                     self._checkpointing.save()
-                self._memory_release.maybe_release()
         except ProgramStopping:
             pass
