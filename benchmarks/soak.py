@@ -6,16 +6,18 @@
 Every `--sample_s` it records, per node process (replay, counter, trainer,
 evaluator, executor/0, executor/1, ...): RSS, open file descriptors and
 threads; and the replay size (the trainer's last logged `replay_size`), the
-executor steps, and the size of the checkpoint directory with its file count.
-At the end it stops the program as Ctrl-C would and reports the growth from
-minute `--warmup_minutes` (default 10) to the end: RSS growth in percent per
-node (target under 5 %), file-descriptor and thread count changes (target 0),
+executor and trainer steps, and the size of the checkpoint directory with its
+file count. At the end it stops the program as Ctrl-C would and reports the
+growth from minute `--warmup_minutes` (default 10) to the end: RSS growth in
+percent per node between the two samples and as a least-squares trend (MB per
+minute, % per hour; target under 5 %), file-descriptor and thread count changes (target 0),
 and the checkpoint directory's largest size (bounded: Checkpointing keeps
 `max_checkpoints_to_keep` per node, Reverb keeps one replay checkpoint).
 Numbers measured while other work runs on the machine are noisy.
 """
 
 import os
+import statistics
 import tempfile
 import time
 from typing import Any, Dict, List, Optional
@@ -69,8 +71,19 @@ def sample(tree: common.ProcessTree, run_dir: str, start: float) -> Dict[str, An
     return {"minute": round((time.monotonic() - start) / 60, 2), "nodes": nodes,
             "replay_size": common.count(trainer, "replay_size"),
             "executor_steps": common.count(trainer, "executor_steps"),
+            "trainer_steps": common.count(trainer, "trainer_steps"),
             "checkpoint_mb": round(checkpoints["bytes"] / 2**20, 2),
             "checkpoint_files": checkpoints["files"]}
+
+
+def rss_slope(samples: List[Dict[str, Any]], label: str) -> float:
+    """Node `label`'s RSS trend over `samples` in MB per minute (least squares): steadier
+    than the change between two samples, which a save in progress can move."""
+    points = [(entry["minute"], entry["nodes"][label]["rss_mb"]) for entry in samples
+              if label in entry["nodes"]]
+    if len(points) < 2:
+        return 0.0
+    return statistics.linear_regression(*zip(*points)).slope
 
 
 def growth(samples: List[Dict[str, Any]], warmup_minutes: float) -> Dict[str, Any]:
@@ -84,9 +97,12 @@ def growth(samples: List[Dict[str, Any]], warmup_minutes: float) -> Dict[str, An
         begin = first["nodes"].get(label)
         if not begin:
             continue
+        slope = rss_slope(later, label)
         result[label] = {
             "rss_mb_from": round(begin["rss_mb"], 1), "rss_mb_to": round(end["rss_mb"], 1),
             "rss_growth_percent": round(100 * (end["rss_mb"] / begin["rss_mb"] - 1), 2),
+            "rss_mb_per_minute": round(slope, 4),
+            "rss_percent_per_hour": round(100 * 60 * slope / begin["rss_mb"], 2),
             "fds_change": end["fds"] - begin["fds"],
             "threads_change": end["threads"] - begin["threads"]}
     return {"from_minute": first["minute"], "to_minute": last["minute"], "nodes": result,
@@ -133,12 +149,13 @@ def main() -> None:
         stop = common.stop_example(process, tree)
     result = growth(samples, args.warmup_minutes)
     rows = [(label, node["rss_mb_from"], node["rss_mb_to"], node["rss_growth_percent"],
+             node["rss_mb_per_minute"], node["rss_percent_per_hour"],
              node["fds_change"], node["threads_change"])
             for label, node in sorted(result.get("nodes", {}).items())]
     common.print_table(f"Growth from minute {result.get('from_minute')} to "
                        f"{result.get('to_minute')}",
-                       ["node", "RSS MB from", "RSS MB to", "RSS growth %", "fds change",
-                        "threads change"], rows)
+                       ["node", "RSS MB from", "RSS MB to", "RSS growth %", "MB/min (fit)",
+                        "% per hour (fit)", "fds change", "threads change"], rows)
     common.emit(args, {"growth": result, "samples": samples, "stop": stop},
                 {"minutes": args.minutes, "warmup_minutes": args.warmup_minutes,
                  "sample_s": args.sample_s, "environment": common.ENV_NAME,
