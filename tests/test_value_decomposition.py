@@ -20,11 +20,12 @@ def test_vdns_mixer_is_the_sum_of_the_agents_values():
     np.testing.assert_allclose(mixed.numpy(), q_values.numpy().sum(axis=1), rtol=1e-6)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_qmixs_mixer_never_decreases_when_an_agent_value_grows(seed):
+@pytest.mark.parametrize("seed,normalise_states", [(0, False), (1, False), (2, True)])
+def test_qmixs_mixer_never_decreases_when_an_agent_value_grows(seed, normalise_states):
     tf.random.set_seed(seed)
     num_agents, state_size = 3, 6
-    mixer = qmix.QMixer(num_agents, embed_dim=8, hypernet_hidden_size=16)
+    mixer = qmix.QMixer(num_agents, embed_dim=8, hypernet_hidden_size=16,
+                        normalise_states=normalise_states)
     states = tf.random.normal([256, state_size]) * 3.0
     q_values = tf.random.normal([256, num_agents]) * 5.0
     base = mixer(q_values, states).numpy()
@@ -39,6 +40,19 @@ def test_qmixs_mixer_never_decreases_when_an_agent_value_grows(seed):
     # Not a sum: the mixing depends on the state.
     other_states = tf.random.normal([256, state_size]) * 3.0
     assert not np.allclose(mixer(q_values, other_states).numpy(), base)
+
+
+def test_qmixs_normalised_states_bound_the_mixing_on_states_far_out():
+    """With `normalise_states`, a state scaled up mixes as the state itself (layer norm);
+    without it, the mixing weights grow with the state."""
+    tf.random.set_seed(0)
+    states, q_values = tf.random.normal([64, 6]), tf.random.normal([64, 3])
+    normalised = qmix.QMixer(3, embed_dim=8, hypernet_hidden_size=16, normalise_states=True)
+    np.testing.assert_allclose(normalised(q_values, 20.0 * states).numpy(),
+                               normalised(q_values, states).numpy(), rtol=1e-3, atol=1e-3)
+    raw = qmix.QMixer(3, embed_dim=8, hypernet_hidden_size=16)
+    assert np.mean(np.abs(raw(q_values, 20.0 * states).numpy())) > 10.0 * np.mean(
+        np.abs(raw(q_values, states).numpy()))
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +181,8 @@ def test_without_a_global_state_qmix_mixes_on_the_concatenated_observations(tmp_
 def test_configs_extend_madqns_and_validate():
     config = qmix.QMIXConfig()
     assert isinstance(config, vdn.VDNConfig)
-    assert (config.mixing_embed_dim, config.hypernet_hidden_size, config.team_reward) == (
-        32, 64, "mean")
+    assert (config.mixing_embed_dim, config.hypernet_hidden_size, config.team_reward,
+            config.normalise_mixer_states) == (32, 64, "mean", False)
     assert {field.name for field in dataclasses.fields(vdn.VDNConfig)} < {
         field.name for field in dataclasses.fields(qmix.QMIXConfig)}
     with pytest.raises(ValueError, match="QMIXConfig.mixing_embed_dim=0 is out of range"):

@@ -12,5 +12,7 @@ class QMIXBuilder(VDNBuilder):
     stores_environment_extras = True
 
     def default_mixer_factory(self) -> MixerFactory:
-        """QMIX's mixer with the config's `mixing_embed_dim` and `hypernet_hidden_size`."""
-        return qmix_mixer_factory(self.config.mixing_embed_dim, self.config.hypernet_hidden_size)
+        """QMIX's mixer with the config's `mixing_embed_dim`, `hypernet_hidden_size` and
+        `normalise_mixer_states`."""
+        return qmix_mixer_factory(self.config.mixing_embed_dim, self.config.hypernet_hidden_size,
+                                  self.config.normalise_mixer_states)

@@ -12,3 +12,6 @@ class QMIXConfig(VDNConfig):
 
     mixing_embed_dim: int = bounded(32, 1, doc="Width of the mixing network's hidden layer.")
     hypernet_hidden_size: int = bounded(64, 1, doc="Hidden units of each hypernetwork.")
+    # Layer-normalise the global state before the hypernetworks read it (see `QMixer`): on
+    # states of unbounded size (MPE's positions) it keeps the mixing weights bounded.
+    normalise_mixer_states: bool = False
