@@ -97,7 +97,7 @@ def test_twins_compute_what_the_networks_compute(make_module, input_shape):
         np.testing.assert_allclose(got_part, expected_part, rtol=1e-5, atol=1e-5)
 
 
-class TwoLayers(MLPQNetwork):
+class DoubledQNetwork(MLPQNetwork):
     """A user's subclass: it may compute something else than its parent."""
 
     def __call__(self, observation):
@@ -109,7 +109,8 @@ def test_layers_the_twins_do_not_know_have_no_twin():
     dropout = snt.nets.MLP([3], dropout_rate=0.5)
     dropout(inputs, is_training=False)
     unknown = [snt.Sequential([snt.Linear(3), lambda values: 2.0 * values]),
-               snt.nets.MLP([3, 3], activation=tf.nn.softplus), TwoLayers((8,), num_actions=3)]
+               snt.nets.MLP([3, 3], activation=tf.nn.softplus),
+               DoubledQNetwork((8,), num_actions=3)]
     for module in unknown:
         module(inputs)
     for module in unknown + [dropout]:
@@ -293,7 +294,8 @@ def test_networks_the_twins_do_not_know_act_in_tensorflow():
         assert stacked["agent"].legal_actions[i][actions[agent]] == 1.0
 
     q_networks = make_q_networks(environment_spec(DISCRETE), SHARED,
-                                 lambda observation, action: TwoLayers((8,), action.num_values))
+                                 lambda observation, action: DoubledQNetwork((8,),
+                                                                             action.num_values))
     assert not MADQNExecutor(q_networks, ConstantEpsilon(0.0)).acts_in_numpy
     default = make_q_networks(environment_spec(DISCRETE), SHARED, make_mlp_q_network)
     assert MADQNExecutor(default, ConstantEpsilon(0.0)).acts_in_numpy
