@@ -13,17 +13,13 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
                    a row at most once a second)
   dataset          (diagnostic) batches/s the dataset pipeline alone delivers (to Python)
   trainer_<system> `trainer.step()` of VDN and QMIX (`--systems`; one team loss through the
-                   mixer; also e.g. maddpg, mad4pg), each from its own replay filled the same
-                   way; also as a ratio of MADQN's trainer. Systems learning from a queue
-                   (MAPPO, IPPO) would drain it within a few steps: their compiled train step
-                   is timed on one batch in memory instead (as bare_step), at their own
-                   batch size (sequences), with their other defaults
+                   mixer), each from its own replay filled the same way; also as a ratio of
+                   MADQN's trainer
 
 Variants take turns in short runs (9 x 3 s by default): this machine's speed
 drifts by 20% over seconds, and short turns spread that over every variant.
 """
 
-import dataclasses
 import gc
 import os
 import shutil
@@ -65,24 +61,6 @@ def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
     return sum(info.current_size for info in client.server_info().values())
 
 
-def system_config_kwargs(system_name: str, config_kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """The benchmark's config arguments that system `system_name`'s config takes; systems
-    training on sequences keep their own batch size."""
-    from mava_systems import registry
-
-    fields = {field.name for field in dataclasses.fields(registry.system_class(system_name)
-                                                         .config_class)}
-    kwargs = {name: value for name, value in config_kwargs.items() if name in fields}
-    if "sequence_length" in fields:
-        kwargs.pop("batch_size", None)
-    return kwargs
-
-
-def learns_from_queue(system: Any) -> bool:
-    """Whether the system's trainer consumes what it samples (a Reverb queue)."""
-    return hasattr(system.config, "max_queue_size")
-
-
 def counted(function: Callable[[], Any]) -> Callable[[], int]:
     """`function` as a timing step of one unit."""
     def step() -> int:
@@ -119,8 +97,7 @@ def main() -> None:
         seed=args.seed)
     system, server, client = common.local_madqn("trainer", **config_kwargs)
     run_dir, config, builder = system.run_dir, system.config, system.builder
-    other_systems = {name: common.local_madqn("trainer", name,
-                                              **system_config_kwargs(name, config_kwargs))
+    other_systems = {name: common.local_madqn("trainer", name, **config_kwargs)
                      for name in filter(None, args.systems.split(","))}
     state: Dict[str, Any] = {}
     try:
@@ -160,24 +137,15 @@ def main() -> None:
             variants["dataset"] = counted(lambda: next(dataset))
         for name, (other, _, other_client) in other_systems.items():
             fill_replay(other, other_client, args.fill_steps, args.seed)
-            other_dataset = other.builder.make_dataset_iterator(other_client)
             other_trainer = other.builder.make_trainer(
-                other.builder.make_networks(), other_dataset, replay_client=other_client,
-                checkpoint=False)
-            state[name], state[f"{name}_dataset"] = other_trainer, other_dataset
+                other.builder.make_networks(), other.builder.make_dataset_iterator(other_client),
+                replay_client=other_client, checkpoint=False)
+            state[name] = other_trainer
             start = time.perf_counter()
             other_trainer.step()
             common.progress(f"first {name} trainer step (tracing) took "
                             f"{time.perf_counter() - start:.1f} s")
-            if learns_from_queue(other):
-                other_sample = next(other_dataset)
-                other_unpack = other.builder.unpack_replay_items()
-                if other_unpack is not None:
-                    other_sample = other_sample._replace(data=other_unpack(other_sample.data))
-                variants[SYSTEM_VARIANT.format(name)] = counted(
-                    lambda trainer=other_trainer, sample=other_sample: trainer.train_step(sample))
-            else:
-                variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step)
+            variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step)
 
         common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                         f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
@@ -195,12 +163,8 @@ def main() -> None:
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_step"]
-    labels = {**VARIANTS, **{
-        SYSTEM_VARIANT.format(name):
-            f"{name.upper()}'s compiled train step on an in-memory batch of "
-            f"{other.config.batch_size} sequences" if learns_from_queue(other)
-            else f"{name.upper()}'s trainer.step()"
-        for name, (other, _, _) in other_systems.items()}}
+    labels = {**VARIANTS, **{SYSTEM_VARIANT.format(name): f"{name.upper()}'s trainer.step()"
+                             for name in other_systems}}
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
@@ -214,14 +178,8 @@ def main() -> None:
           f"{'met' if met else 'NOT met'} ({common.fmt(trainer_sps)} steps/s, "
           f"{common.fmt(100 * trainer_ratio if trainer_ratio else None)}%)")
 
-    for name, (other, _, _) in other_systems.items():
+    for name in other_systems:
         system_ratio = common.ratio(medians[SYSTEM_VARIANT.format(name)], trainer_sps)
-        if learns_from_queue(other):
-            print(f"{name.upper()}: {common.fmt(medians[SYSTEM_VARIANT.format(name)])} steps/s, "
-                  f"each {other.config.num_epochs} epochs x {other.config.num_minibatches} "
-                  f"minibatches on {other.config.batch_size} sequences of "
-                  f"{other.config.sequence_length} steps (no target)")
-            continue
         print(f"Target: {name.upper()} trainer >= 70% of MADQN's: "
               f"{'met' if system_ratio and system_ratio >= 0.7 else 'NOT met'} "
               f"({common.fmt(system_ratio, 3)} of MADQN's)")
