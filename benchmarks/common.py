@@ -248,9 +248,16 @@ def prepare_in_process(tf_threads: int) -> None:
 # --------------------------------------------------------------------------- the example as a subprocess
 
 
+# Systems for continuous actions only: they run on ENV_NAME with these arguments (as their MPE
+# examples do).
+SYSTEM_ENV_KWARGS: Dict[str, Dict[str, Any]] = {"maddpg": {"continuous_actions": True},
+                                               "mad4pg": {"continuous_actions": True}}
+
+
 def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) -> Any:
-    """A MADQN system (or one of another registered name, e.g. "vdn" or "qmix") on ENV_NAME,
-    with no rate limit and its own in-process Reverb server.
+    """A MADQN system (or one of another registered name, e.g. "vdn", "qmix", "mappo" or
+    "maddpg") on ENV_NAME (with `SYSTEM_ENV_KWARGS`), with no rate limit and its own
+    in-process Reverb server.
 
     Returns (system, server, client); the system's run_dir is a fresh temporary directory.
     """
@@ -270,7 +277,9 @@ def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) ->
     if "max_queue_size" in fields:
         config_kwargs.setdefault("max_queue_size", 1_000_000)
     config = system_class.config_class(**config_kwargs)
-    system = system_class(wrappers.make_environment_factory(ENV_NAME), config=config,
+    factory = wrappers.make_environment_factory(ENV_NAME,
+                                                **SYSTEM_ENV_KWARGS.get(system_name, {}))
+    system = system_class(factory, config=config,
                           run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-{system_name}-"))
     server = reverb.Server(system.replay())
     return system, server, reverb.Client(f"localhost:{server.port}")

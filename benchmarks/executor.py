@@ -11,8 +11,10 @@ Every variant plays whole episodes (reset included) in one thread:
   executor            EnvironmentLoop + MADQNExecutor (policy network, epsilon-greedy), no replay
   executor_replay     the same with the Reverb n-step adder writing to a live replay server
   executor_replay_logging  (diagnostic) the same plus the executor node's logger (CSV, TensorBoard)
-  executor_replay_<system>  (d) with the executor and adder of VDN and QMIX (`--systems`), each
-                   writing to its own replay server (QMIX's items also carry the global state)
+  executor_replay_<system>  (d) with the executor and adder of VDN and QMIX (`--systems`; also
+                   e.g. mappo, maddpg, mad4pg), each writing to its own replay server (QMIX's
+                   items also carry the global state; MADDPG and MAD4PG run on simple_spread
+                   with continuous actions)
 
 Each is reported as a ratio of bare_env; the systems' rows also as a ratio of (d), MADQN's.
 """
@@ -105,7 +107,8 @@ def main() -> None:
                         help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
     parser.add_argument("--systems", default="vdn,qmix",
                         help="registered systems whose executor with replay is timed beside "
-                             "MADQN's (comma-separated; empty: none)")
+                             "MADQN's (comma-separated, e.g. vdn,qmix,mappo,maddpg; empty: "
+                             "none)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -123,12 +126,16 @@ def main() -> None:
     other_systems = {name: common.local_madqn("executor", name, seed=args.seed)
                      for name in filter(None, args.systems.split(","))}
 
+    acting: Dict[str, str] = {}  # Per system, how its executor acts (NumPy or TensorFlow).
+
     def make_executor_loop(with_replay: bool, with_logging: bool = False,
                            system: Any = system, client: Any = client) -> Callable[[], int]:
         builder = system.builder
         executor = builder.make_executor(
             builder.make_networks(), ConstantEpsilon(args.epsilon),
             adder=builder.make_adder(client) if with_replay else None, seed=args.seed)
+        acting[system.system_name] = ("NumPy" if getattr(executor, "acts_in_numpy", False)
+                                      else "TensorFlow")
         # The system's own factory: it may add agent IDs to the observations (MAPPO's does).
         environment = system.environment_factory(evaluation=False, seed=args.seed)
         if not with_logging:
@@ -173,6 +180,7 @@ def main() -> None:
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]
     labels = {**VARIANTS, **{SYSTEM_VARIANT.format(name): f"(d) with {name.upper()}'s executor"
+                             f" ({acting[other_systems[name][0].system_name]} acting)"
                              for name in other_systems}}
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
@@ -200,7 +208,8 @@ def main() -> None:
                     for name in other_systems})
     figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}
     common.emit(args, figures, {"benchmark": "executor", "env": common.ENV_NAME,
-                                "epsilon": args.epsilon, "unit": "joint environment steps/s"})
+                                "epsilon": args.epsilon, "unit": "joint environment steps/s",
+                                "acting": acting})
 
 
 if __name__ == "__main__":

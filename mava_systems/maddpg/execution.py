@@ -1,6 +1,6 @@
 """MADDPG executors: each agent's deterministic policy plus clipped Gaussian exploration noise."""
 
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from acme.adders import base as adders_base
 from acme.tf import variable_utils
@@ -20,6 +20,7 @@ class MADDPGExecutor(MADQNExecutor):
     epsilon plays for MADQN): Gaussian noise with standard deviation scale x half
     the action range is added to the policy's action, and the result clipped to
     the action bounds. A scale of 0 acts with the policy alone (evaluation).
+    With the default policies it acts in NumPy (see `MADQNExecutor`).
 
     Args:
       action_bounds: per network key, the (minimum, maximum) arrays of its action spec.
@@ -35,15 +36,35 @@ class MADDPGExecutor(MADQNExecutor):
         seed: int = 0,
     ):
         super().__init__(networks, exploration_schedule, adder, variable_client, seed)
-        self._action_bounds = {key: (tf.constant(low, tf.float32), tf.constant(high, tf.float32))
+        self._action_bounds = {key: (np.asarray(low, np.float32), np.asarray(high, np.float32))
                                for key, (low, high) in action_bounds.items()}
+
+    def acting_modules(self) -> Mapping[str, Any]:
+        """The policies, by network key."""
+        return self._networks.policies
 
     def _batched_policy(self, observations: Dict[str, OLT], epsilon: tf.Tensor
                         ) -> Dict[str, tf.Tensor]:
-        actions = {}
-        for key, observation in observations.items():
-            action = self._networks.policies[key](observation_to_input(observation.observation))
+        actions = {key: self._networks.policies[key](observation_to_input(observation.observation))
+                   for key, observation in observations.items()}
+        return self._explore(actions, epsilon,
+                             lambda action: self._generator.normal(tf.shape(action)),
+                             tf.clip_by_value)
+
+    def _numpy_policy(self, observations: Dict[str, OLT], epsilon: float
+                      ) -> Dict[str, np.ndarray]:
+        actions = {key: self._numpy_networks[key](observation.observation)
+                   for key, observation in observations.items()}
+        return self._explore(actions, np.float32(epsilon),
+                             lambda action: self._rng.standard_normal(action.shape, np.float32),
+                             np.clip)
+
+    def _explore(self, actions: Dict[str, Any], epsilon: Any, normal: Callable[[Any], Any],
+                 clip: Callable[..., Any]) -> Dict[str, Any]:
+        """The policies' `actions` plus noise of scale `epsilon` (drawn by `normal`, TensorFlow's
+        or NumPy's as `clip`), clipped to the bounds."""
+        noisy = {}
+        for key, action in actions.items():
             low, high = self._action_bounds[key]
-            noise = self._generator.normal(tf.shape(action)) * epsilon * (high - low) / 2.0
-            actions[key] = tf.clip_by_value(action + noise, low, high)
-        return actions
+            noisy[key] = clip(action + normal(action) * epsilon * (high - low) / 2.0, low, high)
+        return noisy

@@ -8,9 +8,10 @@ import dm_env
 import numpy as np
 import tensorflow as tf
 
+from mava_systems.components.numpy_networks import NumpyNetworks
 from mava_systems.components.stacking import AgentStacker
-from mava_systems.madqn.networks import (MADQNNetworks, MLPQNetwork, NumpyMLPQNetwork,
-                                         legal_action_mask, mask_illegal, observation_to_input)
+from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
+                                         numpy_legal_action_mask, observation_to_input)
 from wrappers import OLT
 
 ExplorationSchedule = Callable[[int], float]
@@ -35,30 +36,37 @@ def epsilon_greedy(q_values: tf.Tensor, legal_actions: tf.Tensor, epsilon: tf.Te
 def numpy_epsilon_greedy(q_values: np.ndarray, legal_actions: np.ndarray, epsilon: float,
                          rng: np.random.Generator) -> np.ndarray:
     """`epsilon_greedy` in NumPy: the same choice rule, for the NumPy acting path."""
-    legal = legal_actions > 0
-    legal |= ~legal.any(axis=-1, keepdims=True)
+    legal = numpy_legal_action_mask(legal_actions)
     greedy = np.where(legal, q_values, -np.inf).argmax(axis=-1)
     random = np.where(legal, rng.random(q_values.shape), -1.0).argmax(axis=-1)
     explore = rng.random(greedy.shape) < epsilon
     return np.where(explore, random, greedy).astype(np.int32)
 
 
-def numpy_q_networks(networks: Any) -> Optional[Dict[str, NumpyMLPQNetwork]]:
-    """NumPy twins of the online Q-networks when every one is an `MLPQNetwork`, else None."""
-    q_networks = getattr(networks, "q_networks", None)
-    if not q_networks or not all(isinstance(network, MLPQNetwork)
-                                 for network in q_networks.values()):
-        return None
-    return {key: NumpyMLPQNetwork(network) for key, network in networks.q_networks.items()}
+def defines_numpy_policy(executor_class: type) -> bool:
+    """Whether the class defining `executor_class._batched_policy` also defines its NumPy
+    twin `_numpy_policy`: a subclass that changes the TensorFlow policy alone acts in
+    TensorFlow."""
+    owner = next(klass for klass in executor_class.__mro__ if "_batched_policy" in vars(klass))
+    return "_numpy_policy" in vars(owner)
 
 
 class MADQNExecutor:
     """Selects every agent's action, writes transitions to replay and keeps variables fresh.
 
-    All agents sharing a network act in one batched forward pass. With the
-    default `MLPQNetwork`s that pass runs in NumPy (see `NumpyMLPQNetwork`);
-    other networks run in one compiled TensorFlow call per step for all
-    networks. Replay receives the data stacked per network (see `AgentStacker`).
+    All agents sharing a network act in one batched forward pass. When every
+    acting network has a NumPy twin (the default networks do, see
+    `components.numpy_networks`) that pass runs in NumPy (`_numpy_policy`),
+    its weights re-read whenever the variable client copied new variables, or
+    at each episode start without a client (`NumpyNetworks.sync`; call
+    `refresh_weights()` after changing the variables otherwise); other
+    networks run in one compiled TensorFlow call per step for all networks
+    (`_batched_policy`). Replay receives the data stacked per network (see
+    `AgentStacker`).
+
+    Subclasses acting differently override `_batched_policy` and, for the NumPy
+    path, `_numpy_policy` (the same outputs as NumPy arrays) and `acting_modules`;
+    one that overrides `_batched_policy` alone acts in TensorFlow.
     """
 
     def __init__(
@@ -74,10 +82,8 @@ class MADQNExecutor:
         self._schedule = exploration_schedule
         self._adder = adder
         self._variable_client = variable_client
-        # Subclasses that act with a policy of their own keep to TensorFlow.
-        uses_q_policy = type(self)._batched_policy is MADQNExecutor._batched_policy
-        self._numpy_networks = numpy_q_networks(networks) if uses_q_policy else None
-        self._weights_version = getattr(variable_client, "version", None)
+        self._numpy_networks = (NumpyNetworks.of(self.acting_modules(), variable_client)
+                                if defines_numpy_policy(type(self)) else None)
         self._rng = np.random.default_rng(seed)
         self._generator = tf.random.Generator.from_seed(seed)
         self._policy: Optional[Callable[..., Dict[str, tf.Tensor]]] = None  # Compiled on first use.
@@ -92,6 +98,20 @@ class MADQNExecutor:
                     observation.legal_actions, epsilon, self._generator)
                 for key, observation in observations.items()}
 
+    def _numpy_policy(self, observations: Dict[str, OLT], epsilon: float) -> Dict[str, np.ndarray]:
+        return {key: numpy_epsilon_greedy(self._numpy_networks[key](observation.observation),
+                                          observation.legal_actions, epsilon, self._rng)
+                for key, observation in observations.items()}
+
+    def acting_modules(self) -> Mapping[str, Any]:
+        """The networks this executor acts with, by key (their NumPy twins act for them)."""
+        return getattr(self._networks, "q_networks", {})
+
+    @property
+    def acts_in_numpy(self) -> bool:
+        """Whether this executor acts through NumPy twins of its networks (else in TensorFlow)."""
+        return self._numpy_networks is not None
+
     @property
     def epsilon(self) -> float:
         """The exploration rate this executor uses at its current step."""
@@ -99,16 +119,16 @@ class MADQNExecutor:
 
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action."""
-        stacked = self._stack_observation(observations)
+        return self._stacker.unstack(
+            self.policy_outputs(self._stack_observation(observations), self.epsilon))
+
+    def policy_outputs(self, stacked: Dict[str, OLT], epsilon: float = 0.0) -> Any:
+        """The batched policy's outputs on stacked observations, as NumPy arrays: computed by
+        `_numpy_policy` when acting in NumPy, else by the compiled `_batched_policy`."""
         if self._numpy_networks is not None:
             self._sync_numpy_weights()
-            epsilon = self.epsilon
-            return self._stacker.unstack({
-                key: numpy_epsilon_greedy(self._numpy_networks[key](observation.observation),
-                                          observation.legal_actions, epsilon, self._rng)
-                for key, observation in stacked.items()})
-        actions = self.run_policy(stacked, self.epsilon)
-        return self._stacker.unstack({key: value.numpy() for key, value in actions.items()})
+            return self._numpy_policy(stacked, epsilon)
+        return tf.nest.map_structure(lambda value: value.numpy(), self.run_policy(stacked, epsilon))
 
     def run_policy(self, stacked: Dict[str, OLT], epsilon: float = 0.0) -> Any:
         """`_batched_policy` on stacked observations, compiled on first use."""
@@ -129,6 +149,7 @@ class MADQNExecutor:
     def observe_first(self, timestep: dm_env.TimeStep,
                       extras: Optional[Mapping[str, Any]] = None) -> None:
         """Starts an episode in replay (with the environment's `extras` then, if it stores them)."""
+        self._sync_numpy_weights(new_episode=True)
         if self._adder is None:
             return
         if self.observes_extras:
@@ -169,24 +190,24 @@ class MADQNExecutor:
         else:
             self._variable_client.update()
 
-    def _sync_numpy_weights(self) -> None:
-        """Re-reads the NumPy weights if the variable client copied new variables since."""
-        if self._variable_client is None:
-            return
-        version = getattr(self._variable_client, "version", None)
-        if version is None or version != self._weights_version:  # None: no version to tell.
-            self.refresh_weights()
-            self._weights_version = version
+    def _sync_numpy_weights(self, new_episode: bool = False) -> None:
+        """Re-reads the NumPy weights if they may have changed (see `NumpyNetworks.sync`)."""
+        if self._numpy_networks is not None and self._numpy_networks.sync(new_episode):
+            self._weights_refreshed()
 
     def refresh_weights(self) -> None:
         """Makes the NumPy acting path use the networks' current variables.
 
-        Done before acting whenever the variable client has copied new variables;
-        call it yourself after assigning the networks' variables by other means.
+        Done before acting whenever the variable client has copied new variables
+        (and at each episode start without a client); call it yourself after
+        changing the networks' variables by other means within an episode.
         """
         if self._numpy_networks is not None:
-            for numpy_network in self._numpy_networks.values():
-                numpy_network.refresh()
+            self._numpy_networks.refresh()
+            self._weights_refreshed()
+
+    def _weights_refreshed(self) -> None:
+        """Called after the NumPy weights were re-read (for what depends on them)."""
 
     def _stack_observation(self, observations: Dict[str, OLT]) -> Dict[str, OLT]:
         seen, stacked = self._stacked_observation

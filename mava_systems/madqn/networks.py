@@ -1,7 +1,7 @@
 """Q-networks for MADQN: one per agent type (shared weights) or one per agent, built in one place."""
 
 import dataclasses
-from typing import Callable, Dict, Mapping, Sequence
+from typing import Callable, Dict, Mapping, Optional, Sequence
 
 from acme.tf import utils as tf2_utils
 from dm_env import specs
@@ -9,6 +9,8 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin,
+                                                    register_numpy_twin, sequential_twin)
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
 # network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions].
@@ -29,29 +31,10 @@ class MLPQNetwork(snt.Module):
         return self.linears[-1](values)
 
 
-class NumpyMLPQNetwork:
-    """An `MLPQNetwork`'s forward pass in NumPy, for acting.
-
-    Executors evaluate small batches one step at a time; for networks this
-    small, a TensorFlow call costs far more (about 1 ms on 2 cores) than the
-    arithmetic (tens of microseconds). `refresh()` copies the current weights.
-    """
-
-    def __init__(self, network: MLPQNetwork):
-        self._network = network
-        self._weights: list = []
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Reads the network's current weights."""
-        self._weights = [(linear.w.numpy(), linear.b.numpy()) for linear in self._network.linears]
-
-    def __call__(self, observation: np.ndarray) -> np.ndarray:
-        values = observation.reshape(observation.shape[0], -1).astype(np.float32, copy=False)
-        for w, b in self._weights[:-1]:
-            values = np.maximum(values @ w + b, 0.0)
-        w, b = self._weights[-1]
-        return values @ w + b
+@register_numpy_twin(MLPQNetwork)
+def _numpy_mlp_q_network(network: MLPQNetwork) -> Optional[NumpyLayer]:
+    """An `MLPQNetwork`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    return sequential_twin(FLATTEN, mlp_twin(network.linears, tf.nn.relu, activate_final=False))
 
 
 def make_mlp_q_network(observation_spec: specs.Array, action_spec: specs.DiscreteArray,
@@ -127,6 +110,17 @@ def legal_action_mask(legal_actions: tf.Tensor) -> tf.Tensor:
     """Boolean mask of legal actions; a row with none legal (an agent not to move, or gone) allows all."""
     legal = legal_actions > 0
     return tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
+
+
+def numpy_legal_action_mask(legal_actions: np.ndarray) -> np.ndarray:
+    """`legal_action_mask` in NumPy."""
+    legal = legal_actions > 0
+    return legal | ~legal.any(axis=-1, keepdims=True)
+
+
+def numpy_mask_illegal(values: np.ndarray, legal_actions: np.ndarray) -> np.ndarray:
+    """`mask_illegal` in NumPy."""
+    return np.where(numpy_legal_action_mask(legal_actions), values, np.finfo(values.dtype).min)
 
 
 def mask_illegal(q_values: tf.Tensor, legal_actions: tf.Tensor) -> tf.Tensor:

@@ -9,6 +9,7 @@ from dm_env import specs
 import numpy as np
 import reverb
 
+from mava_systems.components.variables import VersionedVariableClient
 from mava_systems.impala.builder import IMPALABuilder
 from mava_systems.mappo.execution import AGENTS, MAPPOExecutor
 from mava_systems.mappo.networks import MAPPONetworks, make_networks
@@ -65,8 +66,8 @@ class MAPPOBuilder(IMPALABuilder):
         """Keeps the policies and their version in step with `variable_source`, in the background."""
         variables = {key: policy.variables for key, policy in networks.policies.items()}
         variables[POLICY_VERSION] = [networks.policy_version]
-        return variable_utils.VariableClient(variable_source, variables,
-                                             update_period=self.config.variable_update_period)
+        return VersionedVariableClient(variable_source, variables,
+                                       update_period=self.config.variable_update_period)
 
     def make_trainer(self, networks: MAPPONetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,

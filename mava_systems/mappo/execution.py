@@ -1,7 +1,7 @@
 """MAPPO executors: sample each agent's action from its policy; replay gets the behaviour
 log-probabilities, the policy's version and (for a centralised critic) the global state."""
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from acme.adders import base as adders_base
 from acme.tf import variable_utils
@@ -27,6 +27,9 @@ class MAPPOExecutor(MADQNExecutor):
     with the observation rather than with the per-action extras). The extras
     of each step are the log-probability of every agent's action and
     `policy_version`, the trainer step of the variables it acted with.
+
+    With the default policies it acts in NumPy (see `MADQNExecutor`), through
+    the NumPy twins of the policies and of their heads.
     """
 
     def __init__(
@@ -43,32 +46,56 @@ class MAPPOExecutor(MADQNExecutor):
         self._stores_state = stores_state and adder is not None
         self._log_probs: Dict[str, np.ndarray] = {}
         self._environment_extras: Mapping[str, Any] = {}
+        self._numpy_heads = {key: head.numpy() for key, head in networks.heads.items()}
+        self._numpy_policy_version = self._read_policy_version()
+
+    def acting_modules(self) -> Mapping[str, Any]:
+        """The policies, by network key."""
+        return self._networks.policies
 
     def _batched_policy(self, observations: Dict[str, OLT], epsilon: tf.Tensor):
         del epsilon  # The policy explores by sampling.
+        return self._policy_with(observations, self._networks.policies, self._networks.heads,
+                                 self._generator)
+
+    def _numpy_policy(self, observations: Dict[str, OLT], epsilon: float):
+        del epsilon
+        return self._policy_with(observations, self._numpy_networks, self._numpy_heads,
+                                 self._rng)
+
+    def _policy_with(self, observations: Dict[str, OLT], policies: Mapping[str, Any],
+                     heads: Mapping[str, Any], random: Any) -> Dict[str, Tuple[Any, Any]]:
+        """{key: (action, its log-probability)} with these policies and heads (TensorFlow's or
+        their NumPy twins), drawing from `random` (their generator)."""
         outputs = {}
         for key, observation in observations.items():
-            head = self._networks.heads[key]
-            policy_outputs = self._networks.policies[key](observation.observation)
+            head, legal_actions = heads[key], observation.legal_actions
+            policy_outputs = policies[key](observation.observation)
             if self._greedy:
-                action = head.greedy(policy_outputs, observation.legal_actions)
-                outputs[key] = (action, head.log_prob(policy_outputs, observation.legal_actions,
-                                                      action))
+                action = head.greedy(policy_outputs, legal_actions)
+                outputs[key] = (action, head.log_prob(policy_outputs, legal_actions, action))
             else:
-                outputs[key] = head.sample(policy_outputs, observation.legal_actions,
-                                           self._generator)
+                outputs[key] = head.sample(policy_outputs, legal_actions, random)
         return outputs
 
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action; keeps the log-probabilities."""
-        outputs = self.run_policy(self._stack_observation(observations))
-        self._log_probs = {key: log_prob.numpy() for key, (_, log_prob) in outputs.items()}
-        return self._stacker.unstack({key: action.numpy() for key, (action, _) in outputs.items()})
+        outputs = self.policy_outputs(self._stack_observation(observations))
+        self._log_probs = {key: log_prob for key, (_, log_prob) in outputs.items()}
+        return self._stacker.unstack({key: action for key, (action, _) in outputs.items()})
 
     @property
     def policy_version(self) -> int:
         """The trainer step of the policy variables this executor acts with."""
+        if self.acts_in_numpy:  # Read with the NumPy weights.
+            return self._numpy_policy_version
+        return self._read_policy_version()
+
+    def _read_policy_version(self) -> int:
         return int(self._networks.policy_version.numpy())
+
+    def _weights_refreshed(self) -> None:
+        self._numpy_policy_version = self._read_policy_version()
 
     @property
     def observes_extras(self) -> bool:
@@ -78,6 +105,7 @@ class MAPPOExecutor(MADQNExecutor):
     def observe_first(self, timestep: dm_env.TimeStep,
                       extras: Optional[Mapping[str, Any]] = None) -> None:
         """Starts an episode in replay."""
+        self._sync_numpy_weights(new_episode=True)
         if self._adder is not None:
             self._adder.add_first(self._stored_timestep(timestep, extras))
 

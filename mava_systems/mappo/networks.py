@@ -2,13 +2,15 @@
 
 import dataclasses
 import functools
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from dm_env import specs
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, register_numpy_twin,
+                                                    sequential_twin)
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.mappo.policies import make_head
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
@@ -50,6 +52,34 @@ class GaussianPolicy(snt.Module):
     def __call__(self, observation: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
         mean = self._mlp(flatten(observation))
         return mean, tf.zeros_like(mean) + self.log_std
+
+
+@register_numpy_twin(CategoricalPolicy)
+def _numpy_categorical_policy(policy: CategoricalPolicy) -> Optional[NumpyLayer]:
+    """A `CategoricalPolicy`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    return sequential_twin(FLATTEN, policy._mlp)  # pylint: disable=protected-access
+
+
+class NumpyGaussianPolicy(NumpyLayer):
+    """A `GaussianPolicy`'s NumPy twin: (mean, log_std) [B, D] each."""
+
+    def __init__(self, policy: GaussianPolicy, mean: NumpyLayer):
+        super().__init__(mean)
+        self._policy = policy
+        self._log_std: Optional[np.ndarray] = None
+
+    def read_variables(self) -> None:
+        self._log_std = self._policy.log_std.numpy()
+
+    def __call__(self, observation: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        mean = self.sublayers[0](observation)
+        return mean, np.zeros_like(mean) + self._log_std
+
+
+@register_numpy_twin(GaussianPolicy)
+def _numpy_gaussian_policy(policy: GaussianPolicy) -> Optional[NumpyLayer]:
+    mean = sequential_twin(FLATTEN, policy._mlp)  # pylint: disable=protected-access
+    return None if mean is None else NumpyGaussianPolicy(policy, mean)
 
 
 class ValueCritic(snt.Module):

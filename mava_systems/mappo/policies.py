@@ -3,7 +3,9 @@
 Each head turns a policy network's output into actions, log-probabilities and
 entropies. Executors and the trainer compute log-probabilities with the same
 head from the action actually sent to the environment, so the behaviour and
-target log-probabilities of a step always refer to the same action.
+target log-probabilities of a step always refer to the same action. Executors
+acting in NumPy use each head's NumPy twin (`head.numpy()`): the same actions
+for the same noise, and the same log-probabilities.
 """
 
 import math
@@ -14,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.impala.execution import sample_action
-from mava_systems.madqn.networks import mask_illegal
+from mava_systems.madqn.networks import mask_illegal, numpy_mask_illegal
 
 # Squashed actions are kept this far inside (-1, 1) before atanh, so the log-probability of an
 # action on a bound stays finite.
@@ -56,6 +58,37 @@ class CategoricalHead:
         """The most likely legal action of each row: [B] int32."""
         return tf.argmax(mask_illegal(logits, legal_actions), axis=-1, output_type=tf.int32)
 
+    def numpy(self) -> "NumpyCategoricalHead":
+        """This head's NumPy twin, for acting."""
+        return NumpyCategoricalHead()
+
+
+class NumpyCategoricalHead:
+    """`CategoricalHead`'s acting methods in NumPy, on float32 logits [B, num_actions]."""
+
+    def log_prob(self, logits: np.ndarray, legal_actions: np.ndarray,
+                 action: np.ndarray) -> np.ndarray:
+        """log pi(action | o) per row: [B] (a log-softmax over the legal actions)."""
+        masked = numpy_mask_illegal(logits, legal_actions)
+        shifted = masked - masked.max(axis=-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        return np.take_along_axis(log_probs, action[:, None].astype(np.intp), axis=-1)[:, 0]
+
+    def sample(self, logits: np.ndarray, legal_actions: np.ndarray,
+               rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+        """(action [B] int32, its log-probability [B]), drawn among legal actions by the
+        Gumbel-max trick, as `sample_action` draws them."""
+        # As `generator.uniform(minval=1e-20, maxval=1.0)`: [0, 1) draws, kept above 0.
+        uniform = rng.random(logits.shape, dtype=np.float32) + np.float32(1e-20)
+        gumbel = -np.log(-np.log(uniform))
+        action = np.argmax(numpy_mask_illegal(logits, legal_actions) + gumbel,
+                           axis=-1).astype(np.int32)
+        return action, self.log_prob(logits, legal_actions, action)
+
+    def greedy(self, logits: np.ndarray, legal_actions: np.ndarray) -> np.ndarray:
+        """The most likely legal action of each row: [B] int32."""
+        return np.argmax(numpy_mask_illegal(logits, legal_actions), axis=-1).astype(np.int32)
+
 
 class SquashedGaussianHead:
     """A diagonal Gaussian on an unbounded variable u, squashed into the spec's bounds:
@@ -71,10 +104,11 @@ class SquashedGaussianHead:
 
     def __init__(self, action_spec: specs.BoundedArray):
         self.action_spec = action_spec
-        self._low = tf.constant(np.asarray(action_spec.minimum, np.float32)
-                                * np.ones(action_spec.shape, np.float32))
-        self._high = tf.constant(np.asarray(action_spec.maximum, np.float32)
-                                 * np.ones(action_spec.shape, np.float32))
+        ones = np.ones(action_spec.shape, np.float32)
+        # The bounds as float32 arrays of the action's shape.
+        self.low = np.asarray(action_spec.minimum, np.float32) * ones
+        self.high = np.asarray(action_spec.maximum, np.float32) * ones
+        self._low, self._high = tf.constant(self.low), tf.constant(self.high)
         self._half_range = (self._high - self._low) / 2.0
 
     def squash(self, unbounded: tf.Tensor) -> tf.Tensor:
@@ -110,6 +144,50 @@ class SquashedGaussianHead:
         return action, self.log_prob(outputs, legal_actions, action)
 
     def greedy(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any) -> tf.Tensor:
+        """The squashed mean: [B, D]."""
+        del legal_actions
+        return self.squash(outputs[0])
+
+    def numpy(self) -> "NumpySquashedGaussianHead":
+        """This head's NumPy twin, for acting."""
+        return NumpySquashedGaussianHead(self.low, self.high)
+
+
+class NumpySquashedGaussianHead:
+    """`SquashedGaussianHead`'s acting methods in NumPy, on float32 (mean, log_std) [B, D] each,
+    computed as the TensorFlow head computes them."""
+
+    def __init__(self, low: np.ndarray, high: np.ndarray):
+        self._low, self._high = low, high
+        self._half_range = (high - low) / np.float32(2.0)
+
+    def squash(self, unbounded: np.ndarray) -> np.ndarray:
+        """Maps u to an action within the bounds."""
+        action = self._low + (np.tanh(unbounded) + np.float32(1.0)) * self._half_range
+        return np.clip(action, self._low, self._high)
+
+    def log_prob(self, outputs: Tuple[np.ndarray, np.ndarray], legal_actions: Any,
+                 action: np.ndarray) -> np.ndarray:
+        """log pi(action | o) per row, summed over the action's dimensions: [B]."""
+        del legal_actions
+        mean, log_std = outputs
+        squashed = np.clip((np.asarray(action, np.float32) - self._low) / self._half_range
+                           - np.float32(1.0),
+                           np.float32(-1.0 + _SQUASH_EPSILON), np.float32(1.0 - _SQUASH_EPSILON))
+        unbounded = np.arctanh(squashed)
+        gaussian = (np.float32(-0.5) * np.square((unbounded - mean) / np.exp(log_std)) - log_std
+                    - np.float32(0.5 * math.log(2.0 * math.pi)))
+        jacobian = np.log(np.float32(1.0) - np.square(squashed)) + np.log(self._half_range)
+        return np.sum(gaussian - jacobian, axis=-1)
+
+    def sample(self, outputs: Tuple[np.ndarray, np.ndarray], legal_actions: Any,
+               rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+        """(action [B, D] within the bounds, its log-probability [B])."""
+        mean, log_std = outputs
+        action = self.squash(mean + np.exp(log_std) * rng.standard_normal(mean.shape, np.float32))
+        return action, self.log_prob(outputs, legal_actions, action)
+
+    def greedy(self, outputs: Tuple[np.ndarray, np.ndarray], legal_actions: Any) -> np.ndarray:
         """The squashed mean: [B, D]."""
         del legal_actions
         return self.squash(outputs[0])
