@@ -87,14 +87,20 @@ class R2D2(SingleAgentSystem):
             replay = program.add_node(lp.ReverbNode(self.replay))
         with program.group("counter"):
             counter = program.add_node(lp.CourierNode(self.counter))
+            learner_node = lp.CourierNode(self.trainer, replay, counter)
+            cacher_node = CacherNode(learner_node.create_handle())
+            evaluator_node = lp.CourierNode(self.evaluator, cacher_node.create_handle(), counter)
             if self._max_executor_steps:
-                program.add_node(lp.CourierNode(self.coordinator, counter))
+                # Added before the nodes it calls, in the seed's order; their handles exist
+                # already. It has the evaluator play a final round before stopping the program.
+                program.add_node(lp.CourierNode(self.coordinator, counter,
+                                                evaluator_node.create_handle()))
         with program.group(self.trainer_group):
-            learner = program.add_node(lp.CourierNode(self.trainer, replay, counter))
+            program.add_node(learner_node)
         with program.group("cacher"):
-            cacher = program.add_node(CacherNode(learner))
+            cacher = program.add_node(cacher_node)
         with program.group("evaluator"):
-            program.add_node(lp.CourierNode(self.evaluator, cacher, counter))
+            program.add_node(evaluator_node)
         with program.group(self.executors_group):
             for executor_id in range(self._num_executors):
                 program.add_node(
