@@ -12,7 +12,7 @@ import csv
 import dataclasses
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,10 +33,13 @@ class LearningCurve:
 
 
 def read_learning_curve(run_dir: str, label: Optional[str] = None) -> LearningCurve:
-    """Reads `<run_dir>/logs/evaluator/logs.csv` into a curve sorted by executor steps.
+    """Reads `<run_dir>/logs/evaluator/logs.csv` into a curve in executor-step order.
 
     Rows with an empty return are skipped; repeated header rows (a log that a
-    resumed run appended to) are ignored.
+    resumed run appended to) are ignored. A launch that resumed from an earlier
+    checkpoint (or started afresh after a launch that saved none) appends rows
+    whose steps go back: they supersede the earlier rows from that step on,
+    which described a run that was abandoned.
 
     Raises:
       FileNotFoundError: if the run directory or its evaluator log does not exist.
@@ -56,21 +59,19 @@ def read_learning_curve(run_dir: str, label: Optional[str] = None) -> LearningCu
     missing = [key for key in (STEPS_KEY, RETURN_KEY) if key not in rows[0]]
     if missing:
         raise ValueError(f"{path} has no column {', '.join(missing)}; columns: {sorted(rows[0])}")
-    steps, returns, stds = [], [], []
+    kept: List[Tuple[float, float, float]] = []  # (steps, return, std) in step order.
     for row in rows:
         if row[RETURN_KEY] in ("", None, RETURN_KEY):
             continue
-        steps.append(float(row[STEPS_KEY]))
-        returns.append(float(row[RETURN_KEY]))
-        stds.append(float(row.get(RETURN_STD_KEY) or 0.0))
-    if not steps:
+        steps = float(row[STEPS_KEY])
+        while kept and kept[-1][0] >= steps:
+            kept.pop()
+        kept.append((steps, float(row[RETURN_KEY]), float(row.get(RETURN_STD_KEY) or 0.0)))
+    if not kept:
         raise ValueError(f"{path} holds no evaluation yet")
-    order = np.argsort(steps, kind="stable")
-    return LearningCurve(
-        label=label or os.path.basename(os.path.normpath(run_dir)),
-        steps=np.asarray(steps)[order],
-        returns=np.asarray(returns)[order],
-        return_stds=np.asarray(stds)[order])
+    steps, returns, stds = (np.asarray(column) for column in zip(*kept))
+    return LearningCurve(label=label or os.path.basename(os.path.normpath(run_dir)),
+                         steps=steps, returns=returns, return_stds=stds)
 
 
 def smooth(values: np.ndarray, window: int) -> np.ndarray:

@@ -39,17 +39,33 @@ def rising_returns(count, step, offset=0.0):
     return [(-5.0 + 4.0 * index / count + offset, 0.5, index * step, index) for index in range(count)]
 
 
-def test_reads_a_curve_sorted_by_steps_and_skips_repeated_headers(tmp_path):
+def test_reads_a_curve_in_step_order_and_skips_repeated_headers(tmp_path):
     run_dir = str(tmp_path / "run")
-    rows = [(-1.0, 0.1, 200, 2), (-3.0, 0.3, 0, 0),
-            ("evaluation_return", "evaluation_return_std", "executor_steps", "trainer_steps"),
-            (-2.0, 0.2, 100, 1)]
+    header = ("evaluation_return", "evaluation_return_std", "executor_steps", "trainer_steps")
+    rows = [(-3.0, 0.3, 0, 0), (-2.0, 0.2, 100, 1), header, (-1.0, 0.1, 200, 2)]
     write_evaluator_csv(run_dir, rows)
     curve = plot.read_learning_curve(run_dir)
     assert curve.label == "run"
     np.testing.assert_array_equal(curve.steps, [0, 100, 200])
     np.testing.assert_array_equal(curve.returns, [-3.0, -2.0, -1.0])
     np.testing.assert_array_equal(curve.return_stds, [0.3, 0.2, 0.1])
+
+
+def test_rows_of_an_abandoned_launch_are_superseded_by_the_launch_that_resumed(tmp_path):
+    run_dir = str(tmp_path / "run")
+    # Killed at 400 after a checkpoint at 150; the next launch resumed from it and logged
+    # from 160 on. The killed launch's rows beyond 160 described weights that were lost.
+    rows = [(-9.0, 0.9, 0, 0), (-8.0, 0.8, 100, 1), (-7.0, 0.7, 200, 2), (-6.0, 0.6, 400, 4),
+            (-5.0, 0.5, 160, 2), (-4.0, 0.4, 300, 3)]
+    write_evaluator_csv(run_dir, rows)
+    curve = plot.read_learning_curve(run_dir)
+    np.testing.assert_array_equal(curve.steps, [0, 100, 160, 300])
+    np.testing.assert_array_equal(curve.returns, [-9.0, -8.0, -5.0, -4.0])
+    # A launch that saved no checkpoint is superseded entirely by the fresh start after it.
+    write_evaluator_csv(run_dir, rows[:4] + [(-3.0, 0.3, 0, 0), (-2.0, 0.2, 50, 1)])
+    curve = plot.read_learning_curve(run_dir)
+    np.testing.assert_array_equal(curve.steps, [0, 50])
+    np.testing.assert_array_equal(curve.returns, [-3.0, -2.0])
 
 
 def test_smoothing_is_a_centred_moving_average_that_keeps_the_length():
