@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): fi
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import common  # noqa: E402
+import psutil  # noqa: E402  pylint: disable=wrong-import-order
 
 
 class _MallInfo2(ctypes.Structure):
@@ -41,12 +42,6 @@ def heap_in_use_mb() -> float:
     libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
     return (info.uordblks + info.hblkhd) / 2**20
-
-
-def rss_mb() -> float:
-    """This process's resident set, MB."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def serve_replay(config_kwargs: Dict[str, Any], port: Any, stop: Any) -> None:
@@ -121,7 +116,8 @@ def main() -> None:
     try:
         while time.monotonic() - start < args.minutes * 60:
             time.sleep(args.sample_s)
-            samples.append({"minute": (time.monotonic() - start) / 60, "rss_mb": rss_mb(),
+            samples.append({"minute": (time.monotonic() - start) / 60,
+                            "rss_mb": psutil.Process().memory_info().rss / 2**20,
                             "heap_in_use_mb": heap_in_use_mb(),
                             "trainer_steps": trainer.num_steps})
             latest = samples[-1]
