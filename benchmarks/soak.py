@@ -2,6 +2,7 @@
 
     python -m benchmarks.soak                       # 60 minutes, a sample every minute
     python -m benchmarks.soak --minutes=15 --warmup_minutes=3 --sample_s=30
+    python -m benchmarks.soak --flag=--trainer_steps_per_call=4   # a flag for the example
 
 Every `--sample_s` it records, per node process (replay, counter, trainer,
 evaluator, executor/0, executor/1, ...): RSS, open file descriptors and
@@ -10,7 +11,8 @@ executor and trainer steps, and the size of the checkpoint directory with its
 file count. At the end it stops the program as Ctrl-C would and reports the
 growth from minute `--warmup_minutes` (default 10) to the end: RSS growth in
 percent per node between the two samples and as a least-squares trend (MB per
-minute, % per hour; target under 5 %), file-descriptor and thread count changes (target 0),
+minute, % per hour, KB per trainer step; target under 5 %), file-descriptor
+and thread count changes (target 0),
 and the checkpoint directory's largest size (bounded: Checkpointing keeps
 `max_checkpoints_to_keep` per node, Reverb keeps one replay checkpoint).
 Numbers measured while other work runs on the machine are noisy.
@@ -92,6 +94,8 @@ def growth(samples: List[Dict[str, Any]], warmup_minutes: float) -> Dict[str, An
     if len(later) < 2:
         return {}
     first, last = later[0], later[-1]
+    trainer_steps = [(entry["minute"], entry["trainer_steps"]) for entry in later]
+    trainer_steps_per_minute = statistics.linear_regression(*zip(*trainer_steps)).slope
     result = {}
     for label, end in last["nodes"].items():
         begin = first["nodes"].get(label)
@@ -103,9 +107,12 @@ def growth(samples: List[Dict[str, Any]], warmup_minutes: float) -> Dict[str, An
             "rss_growth_percent": round(100 * (end["rss_mb"] / begin["rss_mb"] - 1), 2),
             "rss_mb_per_minute": round(slope, 4),
             "rss_percent_per_hour": round(100 * 60 * slope / begin["rss_mb"], 2),
+            "rss_kb_per_trainer_step": (round(1024 * slope / trainer_steps_per_minute, 3)
+                                        if trainer_steps_per_minute > 0 else None),
             "fds_change": end["fds"] - begin["fds"],
             "threads_change": end["threads"] - begin["threads"]}
     return {"from_minute": first["minute"], "to_minute": last["minute"], "nodes": result,
+            "trainer_steps_per_minute": round(trainer_steps_per_minute, 1),
             "replay_size_from": first["replay_size"], "replay_size_to": last["replay_size"],
             "checkpoint_mb_max": max(entry["checkpoint_mb"] for entry in later),
             "checkpoint_mb_from": first["checkpoint_mb"], "checkpoint_mb_to": last["checkpoint_mb"],
@@ -121,13 +128,17 @@ def main() -> None:
     parser.add_argument("--sample_s", type=float, default=60.0,
                         help="seconds between samples (default 60)")
     parser.add_argument("--run_dir", default=None, help="run directory (default: a temporary one)")
+    parser.add_argument("--flag", action="append", default=[],
+                        help="a further flag passed on to the example, e.g. "
+                             "--flag=--trainer_steps_per_call=4 (repeatable)")
     args = common.check_args(parser.parse_args())
     if args.minutes <= args.warmup_minutes or args.sample_s <= 0:
         raise SystemExit("--minutes must exceed --warmup_minutes, and --sample_s be positive")
     run_dir = args.run_dir or os.path.join(tempfile.mkdtemp(prefix="soak-"), "run")
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     output_path = os.path.join(os.path.dirname(run_dir), "soak-output.log")
-    process = common.start_example(common.example_command(run_dir, "local_mp", 0, DEFAULT_FLAGS),
+    process = common.start_example(common.example_command(run_dir, "local_mp", 0,
+                                                          [*DEFAULT_FLAGS, *args.flag]),
                                    output_path)
     tree = common.ProcessTree(process.pid)
     start = time.monotonic()
@@ -150,16 +161,20 @@ def main() -> None:
     result = growth(samples, args.warmup_minutes)
     rows = [(label, node["rss_mb_from"], node["rss_mb_to"], node["rss_growth_percent"],
              node["rss_mb_per_minute"], node["rss_percent_per_hour"],
+             common.fmt(node["rss_kb_per_trainer_step"], 3),
              node["fds_change"], node["threads_change"])
             for label, node in sorted(result.get("nodes", {}).items())]
     common.print_table(f"Growth from minute {result.get('from_minute')} to "
-                       f"{result.get('to_minute')}",
+                       f"{result.get('to_minute')} ("
+                       f"{common.fmt(result.get('trainer_steps_per_minute'), 0)} trainer "
+                       f"steps/min, fit)",
                        ["node", "RSS MB from", "RSS MB to", "RSS growth %", "MB/min (fit)",
-                        "% per hour (fit)", "fds change", "threads change"], rows)
+                        "% per hour (fit)", "KB per trainer step (fit)", "fds change",
+                        "threads change"], rows)
     common.emit(args, {"growth": result, "samples": samples, "stop": stop},
                 {"minutes": args.minutes, "warmup_minutes": args.warmup_minutes,
                  "sample_s": args.sample_s, "environment": common.ENV_NAME,
-                 "flags": list(DEFAULT_FLAGS), "run_dir": run_dir})
+                 "flags": [*DEFAULT_FLAGS, *args.flag], "run_dir": run_dir})
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
                    one batch already in memory, unpacked: the limit
   trainer          `trainer.step()`: a batch from Reverb through the dataset pipeline
                    (builder.make_dataset_iterator), drawn inside the compiled step, counting
+                   (`--steps_per_call` K: K batches per call, rates in trainer steps)
   trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard;
                    a row at most once a second)
   dataset          (diagnostic) batches/s the dataset pipeline alone delivers (to Python)
@@ -61,11 +62,11 @@ def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
     return sum(info.current_size for info in client.server_info().values())
 
 
-def counted(function: Callable[[], Any]) -> Callable[[], int]:
-    """`function` as a timing step of one unit."""
+def counted(function: Callable[[], Any], units: int = 1) -> Callable[[], int]:
+    """`function` as a timing step of `units` units (e.g. a trainer's steps per call)."""
     def step() -> int:
         function()
-        return 1
+        return units
     return step
 
 
@@ -79,6 +80,9 @@ def main() -> None:
     parser.add_argument("--fill_steps", type=int, default=5_000,
                         help="joint environment steps written to replay before timing "
                              "(default 5000)")
+    parser.add_argument("--steps_per_call", type=int, default=1,
+                        help="trainer steps per compiled call (trainer_steps_per_call; default "
+                             "1); rates count trainer steps")
     parser.add_argument("--prioritized_replay", action="store_true",
                         help="prioritised replay: trainer.step() also sends priority updates")
     parser.add_argument("--no_diagnostics", action="store_true",
@@ -92,6 +96,7 @@ def main() -> None:
 
     config_kwargs = dict(
         batch_size=args.batch_size, prioritized_replay=args.prioritized_replay,
+        trainer_steps_per_call=args.steps_per_call,
         **({} if args.dataset_parallel_calls is None else
            {"dataset_parallel_calls": args.dataset_parallel_calls}),
         seed=args.seed)
@@ -122,7 +127,7 @@ def main() -> None:
             sample = sample._replace(data=unpack(sample.data))
         variants: Dict[str, Callable[[], int]] = {
             "bare_step": counted(lambda: trainer._step(sample)),  # pylint: disable=protected-access
-            "trainer": counted(trainer.step),
+            "trainer": counted(trainer.step, trainer.steps_per_call),
         }
         if not args.no_diagnostics:
             logged = builder.make_trainer(
@@ -133,7 +138,7 @@ def main() -> None:
             logged.step()
             common.progress(f"first step of the logging trainer took "
                             f"{time.perf_counter() - start:.1f} s")
-            variants["trainer_logging"] = counted(logged.step)
+            variants["trainer_logging"] = counted(logged.step, logged.steps_per_call)
             variants["dataset"] = counted(lambda: next(dataset))
         for name, (other, _, other_client) in other_systems.items():
             fill_replay(other, other_client, args.fill_steps, args.seed)
@@ -145,7 +150,8 @@ def main() -> None:
             other_trainer.step()
             common.progress(f"first {name} trainer step (tracing) took "
                             f"{time.perf_counter() - start:.1f} s")
-            variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step)
+            variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step,
+                                                            other_trainer.steps_per_call)
 
         common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                         f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
@@ -195,6 +201,7 @@ def main() -> None:
     common.emit(args, figures, {
         "benchmark": "trainer", "env": common.ENV_NAME, "batch_size": args.batch_size,
         "prioritized_replay": args.prioritized_replay, "replay_items": replay_items,
+        "steps_per_call": args.steps_per_call,
         "prefetch_size": config.prefetch_size,
         "dataset_parallel_calls": config.dataset_parallel_calls, "unit": "trainer steps/s"})
 

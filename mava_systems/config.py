@@ -126,6 +126,9 @@ class RunConfig:
     terminal_log_interval_s: float = bounded(10.0, 0.0, doc="Seconds between terminal log lines per node.")
     trainer_log_interval_s: float = bounded(
         1.0, 0.0, doc="Seconds between the trainer's CSV and TensorBoard rows (0: every step).")
+    trainer_steps_per_call: int = bounded(
+        1, 1, doc="Trainer (gradient) steps per compiled call, each on its own batch; "
+                  "counts, periods and the trainer's CSV stay in trainer steps.")
     seed: int = bounded(0, 0, doc="Base random seed.")
 
     def __post_init__(self):

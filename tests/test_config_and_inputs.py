@@ -72,7 +72,7 @@ def test_every_ranged_field_is_covered():
             "priority_exponent", "importance_sampling_exponent", "prefetch_size",
             "dataset_parallel_calls", "variable_update_period", "evaluation_interval_s",
             "evaluation_episodes", "checkpoint_interval_s", "max_checkpoints_to_keep",
-            "terminal_log_interval_s", "seed"} <= names
+            "terminal_log_interval_s", "trainer_steps_per_call", "seed"} <= names
     for field in RANGED_FIELDS:
         assert outside_values(field), field.name  # Every ranged field has at least one bound.
         # And the default lies in its range.

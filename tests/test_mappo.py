@@ -222,6 +222,17 @@ def test_sequences_carry_the_global_state_and_old_ones_are_dropped(tmp_run_dir):
         assert trainer.dropped_sequences == 4
         unchanged = trainer.networks.policies["agent"].variables
         assert all(np.array_equal(b, a.numpy()) for b, a in zip(changed, unchanged))
+
+        # The same two steps in one call (trainer_steps_per_call=2): counted as two, the
+        # second sees the first's step count (so drops its batch); the row is the second's.
+        builder.config.trainer_steps_per_call = 2
+        trainer = builder.make_trainer(builder.make_networks(), iter([first, second]),
+                                       checkpoint=False)
+        trainer.state["num_steps"].assign(5)
+        result = trainer.step()
+        assert trainer.num_steps == result["trainer_steps"] == 7
+        assert result["policy_lag"] == 1 and result["dropped_sequences"] == 4
+        assert trainer.dropped_sequences == 4
     finally:
         server.stop()
 

@@ -4,18 +4,22 @@ One replay server and one trainer are shared by the module (tracing the trainer'
 step takes several seconds); each test takes the trainer's step count as it finds it.
 """
 
+import dataclasses
 import gc
 import os
+import threading
 from typing import Any, Dict, List
 
 from acme.utils import counting
 import numpy as np
 import pytest
 import reverb
+import tensorflow as tf
 
-from mava_systems import madqn
+from mava_systems import madqn, registry
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.components.replay import ReplayIterator
 from mava_systems.madqn.builder import REPLAY_TABLE
 import wrappers
 
@@ -317,3 +321,130 @@ def test_no_samples_per_insert_means_only_a_minimum_size(tmp_run_dir):
     limiter = system.replay()[0].info.rate_limiter_info
     assert limiter.min_size_to_sample == 10
     assert limiter.samples_per_insert == 1.0  # reverb's MinSize limiter.
+
+
+# --------------------------------------------------------------------------- several steps per call
+
+STEPS_PER_CALL = 3  # = TARGET_UPDATE_PERIOD: one call of fresh trainers crosses a target update.
+
+
+def system_with_steps_per_call(ctx, run_dir: str, steps_per_call: int = STEPS_PER_CALL):
+    """The fixture's system (same config) taking `steps_per_call` trainer steps per call."""
+    config = dataclasses.replace(ctx["config"], trainer_steps_per_call=steps_per_call)
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=run_dir)
+    system.builder.trainer_class = RecordingTrainer
+    return system
+
+
+def fixed_batches(samples: List[Any]) -> ReplayIterator:
+    """A replay iterator giving `samples` in turn, then again (compiled as replay's is)."""
+    def make_dataset(_: int) -> tf.data.Dataset:
+        dataset = tf.data.Dataset.from_tensors(samples[0])
+        for sample in samples[1:]:
+            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
+        return dataset.repeat()
+    return ReplayIterator(make_dataset, stop_event=threading.Event())
+
+
+def test_one_call_takes_steps_per_call_steps_counted_as_trainer_steps(ctx, tmp_path):
+    system = system_with_steps_per_call(ctx, str(tmp_path / "run"))
+    recording_client = RecordingClient(ctx["client"])
+    counter = counting.Counter(prefix="trainer")
+    trainer = system.builder.make_trainer(
+        system.builder.make_networks(), system.builder.make_dataset_iterator(ctx["client"]),
+        replay_client=recording_client, counter=counter, checkpoint=False)
+    assert trainer.steps_per_call == STEPS_PER_CALL
+    for call in (1, 2):
+        result = trainer.step()
+        assert trainer.num_steps == result["trainer_steps"] == call * STEPS_PER_CALL
+        assert counter.get_counts()["trainer_steps"] == call * STEPS_PER_CALL
+        assert np.isfinite(result[f"loss/{NETWORK}"])
+        assert result["replay_size"] >= 50
+    # Every batch's priorities are sent: the K batches' keys, concatenated.
+    keys = trainer.last_sample.info.key.numpy()
+    assert keys.shape == (STEPS_PER_CALL * ctx["config"].batch_size,)
+    assert set(recording_client.updates[-1]) == {int(key) for key in keys}
+
+
+def test_steps_per_call_train_as_as_many_sequential_steps(ctx, tmp_path):
+    samples = [next(ctx["dataset"]) for _ in range(STEPS_PER_CALL)]
+    one = system_with_steps_per_call(ctx, str(tmp_path / "one"), steps_per_call=1).builder
+    several = system_with_steps_per_call(ctx, str(tmp_path / "several")).builder
+    networks_one, networks_several = one.make_networks(), several.make_networks()
+    for source, destination in ((networks_one.q_networks, networks_several.q_networks),
+                                (networks_one.target_q_networks,
+                                 networks_several.target_q_networks)):
+        for variable, value in zip(destination[NETWORK].variables, source[NETWORK].variables):
+            variable.assign(value)
+    trainer_one = one.make_trainer(networks_one, fixed_batches(samples), checkpoint=False)
+    trainer_several = several.make_trainer(networks_several, fixed_batches(samples),
+                                           checkpoint=False)
+    results = [trainer_one.step() for _ in range(STEPS_PER_CALL)]
+    result = trainer_several.step()
+    assert trainer_one.num_steps == trainer_several.num_steps == STEPS_PER_CALL
+    for a, b in ((networks_one.q_networks, networks_several.q_networks),
+                 (networks_one.target_q_networks, networks_several.target_q_networks)):
+        for x, y in zip(numpy_variables(a[NETWORK]), numpy_variables(b[NETWORK])):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    # The target update at step K happened inside the call.
+    assert all_equal(numpy_variables(networks_several.target_q_networks[NETWORK]),
+                     numpy_variables(networks_several.q_networks[NETWORK]))
+    # The row logged per call holds its last step's scalars.
+    for key in (f"loss/{NETWORK}", f"q_value/{NETWORK}", f"gradient_norm/{NETWORK}"):
+        assert result[key] == pytest.approx(results[-1][key], rel=1e-5), key
+
+
+def test_a_resumed_trainer_with_steps_per_call_continues_the_counts(ctx, tmp_path):
+    system = system_with_steps_per_call(ctx, str(tmp_path / "run"))
+    first = system.builder.make_trainer(
+        system.builder.make_networks(), system.builder.make_dataset_iterator(ctx["client"]),
+        checkpoint=True)
+    first.step()
+    assert first._checkpointing.save(force=True)
+    counter = counting.Counter(prefix="trainer")
+    resumed = system.builder.make_trainer(
+        system.builder.make_networks(), system.builder.make_dataset_iterator(ctx["client"]),
+        counter=counter, checkpoint=True)
+    assert resumed.num_steps == STEPS_PER_CALL
+    assert resumed.step()["trainer_steps"] == 2 * STEPS_PER_CALL
+    # The counter is given the steps this trainer took, not the restored ones.
+    assert counter.get_counts()["trainer_steps"] == STEPS_PER_CALL
+
+
+def test_steps_per_call_read_from_a_plain_iterator_in_python(ctx, tmp_path):
+    system = system_with_steps_per_call(ctx, str(tmp_path / "run"), steps_per_call=2)
+    samples = [next(ctx["dataset"]) for _ in range(5)]
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter(samples),
+                                          checkpoint=False)
+    assert [trainer.step()["trainer_steps"] for _ in range(2)] == [2, 4]
+    assert trainer.last_sample.info.key.shape == (2 * ctx["config"].batch_size,)
+    with pytest.raises(StopIteration):  # One sample left: not enough for a call.
+        trainer.step()
+
+
+@pytest.mark.parametrize("steps_per_call", [0, -1, 2.5, True])
+def test_steps_per_call_must_be_a_positive_integer(ctx, steps_per_call):
+    builder = ctx["system"].builder
+    with pytest.raises(ValueError, match="steps_per_call"):
+        madqn.MADQNTrainer(builder.make_networks(), iter(()), discount=0.9, learning_rate=1e-3,
+                           max_gradient_norm=1.0, target_update_period=1,
+                           steps_per_call=steps_per_call)
+
+
+SYSTEM_ENVS = [("madqn", "debug/line_world_v0"), ("vdn", "debug/line_world_v0"),
+               ("qmix", "debug/line_world_v0"), ("mappo", "debug/line_world_v0"),
+               ("maddpg", "debug/reach_v0"), ("mad4pg", "debug/reach_v0"),
+               ("dqn", "gymnasium/CartPole-v1"), ("r2d2", "gymnasium/CartPole-v1"),
+               ("impala", "gymnasium/CartPole-v1"), ("dmpo", "gymnasium/Pendulum-v1")]
+
+
+@pytest.mark.parametrize("system_name,env", SYSTEM_ENVS, ids=[name for name, _ in SYSTEM_ENVS])
+def test_every_systems_trainer_takes_the_configs_steps_per_call(tmp_path, system_name, env):
+    system_class = registry.system_class(system_name)
+    system = system_class(wrappers.make_environment_factory(env),
+                          config=system_class.config_class(trainer_steps_per_call=2),
+                          run_dir=str(tmp_path / "run"))
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()),
+                                          checkpoint=False)
+    assert trainer.steps_per_call == 2

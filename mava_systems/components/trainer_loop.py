@@ -1,7 +1,7 @@
 """What every trainer node does around its gradient step: sample, count, log, checkpoint, stop."""
 
 import time
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 from acme.utils import counting, loggers
 import reverb
@@ -13,12 +13,34 @@ from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_aft
 from mava_systems.components.replay import ReplayIterator
 
 
+def combine_steps(structure: Any, stacked: Sequence[tf.Tensor]) -> Any:
+    """The results of K trainer steps as one: `stacked` holds the flattened leaves of
+    `structure` (one step's results) stacked over the K steps ([K, ...]).
+
+    Scalars are the last step's (what a row logged at that step holds: losses,
+    counts, totals alike), per-item values are concatenated ([K, B, ...] to
+    [K * B], e.g. the batches' keys and new priorities).
+    """
+    def combine(values: tf.Tensor) -> tf.Tensor:
+        if values.shape.rank == 1:
+            return values[-1]
+        return tf.reshape(values, tf.concat([[-1], tf.shape(values)[2:]], axis=0))
+    return tf.nest.pack_sequence_as(structure, [combine(values) for values in stacked])
+
+
 class TrainerLoop:
     """A trainer's node loop; subclasses supply `train_step(sample)` and `state`.
 
     Samples are `reverb.ReplaySample`s (their `info` gives the logged replay size).
     With `unpack`, their data are packed replay items (see `ArrayPacker`),
     unpacked here before `train_step` sees them, inside the compiled step.
+
+    With `steps_per_call` K > 1, each `step` samples and trains on K batches in
+    one compiled call (as Acme's `num_sgd_steps_per_step`): the trainer's step
+    count, target updates and everything else counted in trainer steps still
+    count gradient steps; the row logged per call holds the last step's
+    scalars (as a row of K = 1 at that step would), and `after_train_step`
+    sees the K batches' `info` and per-item fetches concatenated ([K * B]).
 
     Subclasses call `__init__` last in their own constructor: it restores
     the checkpoint of `state`, which must then hold every network and optimiser.
@@ -31,7 +53,13 @@ class TrainerLoop:
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
+        steps_per_call: int = 1,
     ):
+        if isinstance(steps_per_call, bool) or not isinstance(steps_per_call, int) \
+                or steps_per_call < 1:
+            raise ValueError(f"steps_per_call must be an integer of at least 1, got "
+                             f"{steps_per_call!r}")
+        self._steps_per_call = steps_per_call
         self._dataset = dataset
         self._unpack = unpack
         self._compiled_step: Optional[Callable[[Iterator[Any]], Any]] = None
@@ -40,11 +68,17 @@ class TrainerLoop:
         self._stop_event = program_stop_event()
         self._num_steps_variable = self.state["num_steps"]
         self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
+        self._counted_steps = self.num_steps  # Trainer steps already given to the counter.
 
     @property
     def state(self) -> Dict[str, Any]:
         """Everything a checkpoint of this trainer holds (including a `num_steps` variable)."""
         raise NotImplementedError
+
+    @property
+    def steps_per_call(self) -> int:
+        """Trainer (gradient) steps each `step` takes, in one compiled call."""
+        return self._steps_per_call
 
     @property
     def num_steps(self) -> int:
@@ -62,17 +96,20 @@ class TrainerLoop:
         """
 
     def step(self) -> Dict[str, Any]:
-        """Samples one batch, trains on it, counts and logs the step."""
+        """Samples `steps_per_call` batches, trains on each in turn, counts and logs the steps."""
         start = time.time()
         sample, fetches = self.sample_and_train()
         self.after_train_step(sample, fetches)
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
-        counts = self._counter.increment(steps=1)
         # The trainer's own count: exact, and restored with its weights (the counter's may lag).
         trainer_steps = int(fetches.pop("trainer_steps").numpy())
+        # Every step taken since the last count: a call cut short by a dataset that ran out
+        # (then retried) has taken some steps of its own.
+        counts = self._counter.increment(steps=trainer_steps - self._counted_steps)
+        self._counted_steps = trainer_steps
         result = {name: float(value.numpy()) for name, value in fetches.items()}
-        result["replay_size"] = int(sample.info.table_size.numpy()[0])
+        result["replay_size"] = int(sample.info.table_size.numpy()[-1])
         result.update(complete_counts(counts))
         result["trainer_steps"] = trainer_steps
         result["step_time_s"] = time.time() - start
@@ -80,17 +117,25 @@ class TrainerLoop:
         return result
 
     def sample_and_train(self) -> Tuple[reverb.ReplaySample, Dict[str, tf.Tensor]]:
-        """Draws a batch and trains on it: the sample (its `info` at least) and the fetches,
-        with `trainer_steps` added.
+        """Draws `steps_per_call` batches and trains on each: the sample (its `info` at least)
+        and the fetches, with `trainer_steps` added (combined over the steps, see the class).
 
-        From a `ReplayIterator` the batch is drawn inside the compiled step, so
-        its arrays never pass through Python; other iterators are read in Python.
+        From a `ReplayIterator` the batches are drawn inside the compiled step, so
+        their arrays never pass through Python; other iterators are read in Python.
         """
         if isinstance(self._dataset, ReplayIterator):
             info, fetches = self._dataset.apply(self._sample_and_train_compiled)
             return reverb.ReplaySample(info=info, data=()), fetches
-        sample = next(self._dataset)
-        return sample, self._train_and_count(sample)
+        if self._steps_per_call == 1:
+            sample = next(self._dataset)
+            return sample, self._train_and_count(sample)
+        steps = []
+        for _ in range(self._steps_per_call):
+            sample = next(self._dataset)
+            steps.append((sample.info, self._train_and_count(sample)))
+        stacked = [tf.stack(values) for values in zip(*map(tf.nest.flatten, steps))]
+        info, fetches = combine_steps(steps[0], stacked)
+        return reverb.ReplaySample(info=info, data=()), fetches
 
     def _sample_and_train_compiled(self, iterator: Iterator[Any]
                                    ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
@@ -108,6 +153,25 @@ class TrainerLoop:
 
     def _sample_and_train_graph(self, iterator: Iterator[Any]
                                 ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
+        first = self._sample_and_train_once(iterator)
+        if self._steps_per_call == 1:
+            return first
+        # The further steps in a graph loop (traced once, whatever K), each step's results
+        # stacked; one iteration at a time, so that each step sees the last one's variables.
+        arrays = [tf.TensorArray(value.dtype, size=self._steps_per_call,
+                                 element_shape=value.shape).write(0, value)
+                  for value in tf.nest.flatten(first)]
+
+        def train_once_more(index, arrays):
+            values = tf.nest.flatten(self._sample_and_train_once(iterator))
+            return index + 1, [array.write(index, value) for array, value in zip(arrays, values)]
+
+        _, arrays = tf.while_loop(lambda index, _: index < self._steps_per_call, train_once_more,
+                                  (tf.constant(1), arrays), parallel_iterations=1)
+        return combine_steps(first, [array.stack() for array in arrays])
+
+    def _sample_and_train_once(self, iterator: Iterator[Any]
+                               ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
         sample = next(iterator)
         return sample.info, self._train_and_count(sample)
 

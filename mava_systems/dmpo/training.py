@@ -50,6 +50,7 @@ class DMPOTrainer(TrainerLoop):
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
+        steps_per_call: int = 1,
     ):
         self._networks = networks
         self._discount = discount
@@ -66,7 +67,7 @@ class DMPOTrainer(TrainerLoop):
         self._critic_optimizers = {key: snt.optimizers.Adam(critic_learning_rate) for key in keys}
         self._dual_optimizers = {key: snt.optimizers.Adam(dual_learning_rate) for key in keys}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
 
     @property
     def state(self) -> Dict[str, Any]:

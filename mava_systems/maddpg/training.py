@@ -69,6 +69,7 @@ class MADDPGTrainer(TrainerLoop):
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        steps_per_call: int = 1,
     ):
         self._networks = networks
         self._critic_inputs = critic_inputs
@@ -79,7 +80,8 @@ class MADDPGTrainer(TrainerLoop):
         self._policy_optimizer = snt.optimizers.Adam(policy_learning_rate)
         self._critic_optimizer = snt.optimizers.Adam(critic_learning_rate)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack)  # Restores `state`.
+        # Restores `state`.
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
 
     @property
     def state(self) -> Dict[str, Any]:

@@ -174,6 +174,7 @@ class MADQNBuilder:
             counter=counter,
             logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
+            steps_per_call=self.config.trainer_steps_per_call,
             **self.trainer_options())
 
     def make_executor(self, networks: MADQNNetworks, exploration_schedule: ExplorationSchedule,

@@ -113,6 +113,7 @@ class MADQNTrainer(TrainerLoop):
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         modules: Optional[Mapping[str, TrainerModule]] = None,
+        steps_per_call: int = 1,
     ):
         self._networks = networks
         self._modules = dict(modules or {})
@@ -135,7 +136,8 @@ class MADQNTrainer(TrainerLoop):
             self._optimizers = {key: snt.optimizers.Adam(learning_rate)
                                 for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack)  # Restores `state`.
+        # Restores `state`.
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
 
     @property
     def state(self) -> Dict[str, Any]:

@@ -77,7 +77,8 @@ class MAPPOBuilder(IMPALABuilder):
             networks=networks, dataset=dataset, config=self.config,
             state_from_observations=self.centralised and not self.replay_environment_extras_spec(),
             counter=counter, logger=logger,
-            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
+            steps_per_call=self.config.trainer_steps_per_call)
 
     def make_executor(self, networks: MAPPONetworks, exploration_schedule: Any = None,
                       adder: Any = None, variable_client: Any = None,

@@ -143,6 +143,7 @@ class MAPPOTrainer(TrainerLoop):
         counter: Optional[counting.Counter] = None,
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        steps_per_call: int = 1,
     ):
         self._networks = networks
         self._config = config
@@ -166,7 +167,8 @@ class MAPPOTrainer(TrainerLoop):
         self._generator = tf.random.Generator.from_seed(config.seed)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._dropped_sequences = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing)  # Restores `state`.
+        super().__init__(dataset, counter, logger, make_checkpointing,
+                         steps_per_call=steps_per_call)  # Restores `state`.
 
     def optimizer_variables(self, name: str) -> List[tf.Variable]:
         """The variables optimizer `name` updates (`policy/<key>`, `critic/<key>` or `<key>`)."""

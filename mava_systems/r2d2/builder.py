@@ -71,7 +71,8 @@ class R2D2Builder(MADQNBuilder):
             max_priority_weight=config.max_priority_weight, unpack=self.unpack_replay_items(),
             replay_client=replay_client,
             replay_table=REPLAY_TABLE, counter=counter, logger=logger,
-            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None)
+            make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
+            steps_per_call=self.config.trainer_steps_per_call)
 
     def make_executor(self, networks: R2D2Networks,
                       exploration_schedule: Optional[ExplorationSchedule] = None,

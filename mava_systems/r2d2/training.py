@@ -50,6 +50,7 @@ class R2D2Trainer(MADQNTrainer):
         logger: Optional[loggers.Logger] = None,
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
+        steps_per_call: int = 1,
     ):
         self._n_step = n_step
         self._burn_in_length = burn_in_length
@@ -58,7 +59,8 @@ class R2D2Trainer(MADQNTrainer):
             networks, dataset, discount, learning_rate, max_gradient_norm, target_update_period,
             importance_sampling_exponent=importance_sampling_exponent, huber_loss_parameter=None,
             unpack=unpack, replay_client=replay_client, replay_table=replay_table, counter=counter,
-            logger=logger, make_checkpointing=make_checkpointing)
+            logger=logger, make_checkpointing=make_checkpointing,
+            steps_per_call=steps_per_call)
 
     def network_loss(self, key: str, steps: reverb_base.Step):
         """Per-column loss [B * A] and TD errors [T, B * A] of network `key` (agents stacked)."""
