@@ -246,8 +246,8 @@ def main() -> None:
 
     runs: Dict[str, List[Dict[str, Any]]] = {
         config_key(*config, system): [] for config in configs for system in systems}
-    common.progress(f"{len(runs)} systems x configurations x {args.repeats} repeats, each about "
-                    f"start-up + {args.seconds:g} s + stop")
+    common.progress(f"{len(runs)} runs (systems x configurations) x {args.repeats} repeats, each "
+                    f"about start-up + {args.seconds:g} s + stop")
     for repeat in range(args.repeats):
         for (launch_type, executors), system in itertools.product(configs, systems):
             key = config_key(launch_type, executors, system)
