@@ -16,7 +16,8 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
+                    Tuple)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # every PettingZoo env imports pygame
@@ -254,11 +255,33 @@ SYSTEM_ENV_KWARGS: Dict[str, Dict[str, Any]] = {"maddpg": {"continuous_actions":
                                                "mad4pg": {"continuous_actions": True}}
 
 
-def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) -> Any:
+def config_fields(system_name: str) -> Set[str]:
+    """The names of the fields of registered system `system_name`'s config."""
+    from mava_systems import registry  # pylint: disable=import-outside-toplevel
+
+    return {field.name for field in
+            dataclasses.fields(registry.system_class(system_name).config_class)}
+
+
+def keeping_items(table: Any) -> Any:
+    """A table with `table`'s name, size and signature whose items stay when sampled (drawn
+    uniformly, the oldest removed when full): a queue (`max_times_sampled` > 0) that a
+    benchmark's trainer samples from for as long as it is timed, without draining it."""
+    import reverb  # pylint: disable=import-outside-toplevel
+
+    info = table.info
+    return reverb.Table(name=info.name, sampler=reverb.selectors.Uniform(),
+                        remover=reverb.selectors.Fifo(), max_size=info.max_size,
+                        rate_limiter=reverb.rate_limiters.MinSize(1), signature=info.signature)
+
+
+def local_madqn(label: str, system_name: str = "madqn", keep_items: bool = False,
+                **config_kwargs: Any) -> Any:
     """A MADQN system (or one of another registered name, e.g. "vdn", "qmix", "mappo" or
     "maddpg") on ENV_NAME (with `SYSTEM_ENV_KWARGS`), with no rate limit and its own
     in-process Reverb server.
 
+    With `keep_items`, queue tables (MAPPO's) are served as `keeping_items` makes them.
     Returns (system, server, client); the system's run_dir is a fresh temporary directory.
     """
     import tempfile  # pylint: disable=import-outside-toplevel
@@ -269,7 +292,7 @@ def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) ->
     import wrappers  # pylint: disable=import-outside-toplevel
 
     system_class = registry.system_class(system_name)
-    fields = {field.name for field in dataclasses.fields(system_class.config_class)}
+    fields = config_fields(system_name)
     # No rate limit: the benchmarks drive inserts and samples themselves (a queue, as
     # MAPPO's, gets room for everything a benchmark inserts).
     if "samples_per_insert" in fields:
@@ -281,8 +304,38 @@ def local_madqn(label: str, system_name: str = "madqn", **config_kwargs: Any) ->
                                                 **SYSTEM_ENV_KWARGS.get(system_name, {}))
     system = system_class(factory, config=config,
                           run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-{system_name}-"))
-    server = reverb.Server(system.replay())
+    tables = system.replay()
+    if keep_items:
+        tables = [keeping_items(table) if table.info.max_times_sampled > 0 else table
+                  for table in tables]
+    server = reverb.Server(tables)
     return system, server, reverb.Client(f"localhost:{server.port}")
+
+
+def system_names(text: str) -> List[str]:
+    """"vdn,qmix" -> ["vdn", "qmix"] ("" -> []).
+
+    Raises:
+      SystemExit: naming the registered systems, if a name is not one of them.
+    """
+    from mava_systems import registry  # pylint: disable=import-outside-toplevel
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in registry.system_names()]
+    if unknown:
+        raise SystemExit(f"unknown system(s) {', '.join(unknown)}; registered systems: "
+                         f"{', '.join(sorted(registry.system_names()))}")
+    return names
+
+
+def stop_local(systems: Iterable[Tuple[Any, Any, Any]]) -> None:
+    """Stops the Reverb server of each (system, server, client) `local_madqn` made and removes
+    the system's run directory."""
+    import shutil  # pylint: disable=import-outside-toplevel
+
+    for system, server, _ in systems:
+        server.stop()
+        shutil.rmtree(system.run_dir, ignore_errors=True)
 
 
 def mpe_example(system_name: str) -> str:

@@ -21,7 +21,6 @@ Each is reported as a ratio of bare_env; the systems' rows also as a ratio of (d
 
 import gc
 import os
-import shutil
 import sys
 from typing import Any, Callable, Dict
 
@@ -124,7 +123,7 @@ def main() -> None:
     system, server, client = common.local_madqn("executor", seed=args.seed)
     factory, run_dir, config = system.environment_factory, system.run_dir, system.config
     other_systems = {name: common.local_madqn("executor", name, seed=args.seed)
-                     for name in filter(None, args.systems.split(","))}
+                     for name in common.system_names(args.systems)}
 
     acting: Dict[str, str] = {}  # Per system, how its executor acts (NumPy or TensorFlow).
 
@@ -171,11 +170,7 @@ def main() -> None:
     finally:
         variants.clear()
         gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
-        server.stop()
-        shutil.rmtree(run_dir, ignore_errors=True)
-        for other, other_server, _ in other_systems.values():
-            other_server.stop()
-            shutil.rmtree(other.run_dir, ignore_errors=True)
+        common.stop_local([(system, server, client), *other_systems.values()])
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]

@@ -1,9 +1,11 @@
 """Whole-program benchmark: MADQN on mpe/simple_spread_v3 as a Launchpad program.
 
     .venv/bin/python -m benchmarks.program [--repeats 3 --seconds 60]
+    .venv/bin/python -m benchmarks.program --systems madqn,mappo --configs local_mp:1,local_mp:2
 
-For each configuration (launch type x executors; default local_mt and local_mp
-with 1 and 2 executors; `--configs ray:1,ray:2,...` adds the Ray launcher) examples/mpe/run_madqn.py runs as a subprocess with
+For each system (`--systems`, default MADQN; any with an examples/mpe/run_<system>.py)
+and configuration (launch type x executors; default local_mt and local_mp
+with 1 and 2 executors; `--configs ray:1,ray:2,...` adds the Ray launcher) examples/mpe/run_<system>.py runs as a subprocess with
 --max_executor_steps=0 in a temporary run directory. From the moment the
 trainer's CSV log gets its first row (the first trainer step) the program runs
 --seconds more, and is then stopped as Ctrl-C would (SIGINT to the launcher);
@@ -23,8 +25,13 @@ configuration (medians over repeats):
 
 The counts come from the trainer's CSV rows, read each time the file grows
 (see TrainerLog), so they do not depend on the program exiting cleanly.
+Systems and configurations take turns within each repeat; the other systems'
+figures are also given as ratios of MADQN's in the same configuration, when it
+ran too. Results are keyed "<launch type>:<executors>" for MADQN (as before)
+and "<system>/<launch type>:<executors>" for the others.
 """
 
+import itertools
 import json
 import os
 import shutil
@@ -44,6 +51,8 @@ LAUNCH_TYPES = ("local_mt", "local_mp", "ray")
 RAY_RECORD_FILE = "ray_nodes.json"  # mava_systems.ray_launch.RECORD_FILE, without importing Ray.
 RSS_INTERVAL_S = 0.5
 POLL_INTERVAL_S = 0.1
+# Figures other systems also get as a ratio of MADQN's in the same configuration.
+RATIO_FIGURES = ("executor_sps", "trainer_sps", "peak_pss_mb")
 
 
 def parse_configs(text: str) -> List[Tuple[str, int]]:
@@ -58,8 +67,10 @@ def parse_configs(text: str) -> List[Tuple[str, int]]:
     return configs
 
 
-def config_key(launch_type: str, executors: int) -> str:
-    return f"{launch_type}:{executors}"
+def config_key(launch_type: str, executors: int, system: str = "madqn") -> str:
+    """The results' key of a run: "local_mp:2" for MADQN, "mappo/local_mp:2" for others."""
+    key = f"{launch_type}:{executors}"
+    return key if system == "madqn" else f"{system}/{key}"
 
 
 class TrainerLog:
@@ -113,18 +124,19 @@ def served_calls(run_dir: str) -> Optional[Dict[str, Dict[str, int]]]:
 
 
 def run_once(launch_type: str, executors: int, args: Any,
-             cpu_tree: Optional[common.ProcessTree] = None) -> Dict[str, Any]:
-    """One run of the example; its figures.
+             cpu_tree: Optional[common.ProcessTree] = None, system: str = "madqn"
+             ) -> Dict[str, Any]:
+    """One run of system `system`'s MPE example; its figures.
 
     `cpu_tree`: the processes whose CPU time the run is charged (default: the
     launcher's tree; a simulated Ray cluster's nodes live outside it).
     """
-    key = config_key(launch_type, executors)
-    run_dir = tempfile.mkdtemp(prefix=f"bench-program-{launch_type}-{executors}-")
+    key = config_key(launch_type, executors, system)
+    run_dir = tempfile.mkdtemp(prefix=f"bench-program-{system}-{launch_type}-{executors}-")
     output_path = os.path.join(run_dir, "output.log")
     command = common.example_command(
         os.path.join(run_dir, "run"), launch_type, 0,
-        [f"--num_executors={executors}", *args.flag])
+        [f"--num_executors={executors}", *args.flag], system_name=system)
     log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"))
     launched = time.monotonic()
     process = common.start_example(command, output_path)
@@ -220,17 +232,26 @@ def main() -> None:
         seconds_help="seconds each program runs after its first trainer step", warmup=None)
     parser.add_argument("--configs", default=DEFAULT_CONFIGS,
                         help=f"comma-separated <launch type>:<executors> (default {DEFAULT_CONFIGS})")
+    parser.add_argument("--systems", default="madqn",
+                        help="comma-separated systems whose examples/mpe/run_<system>.py runs "
+                             "in each configuration, e.g. madqn,mappo (default madqn)")
     add_run_arguments(parser)
     args = common.check_args(parser.parse_args())
     configs = parse_configs(args.configs)
+    systems = common.system_names(args.systems)
+    if not systems:
+        raise SystemExit("--systems names no system")
+    for system in systems:
+        common.mpe_example(system)  # Each has an example (else SystemExit naming those that do).
 
-    runs: Dict[str, List[Dict[str, Any]]] = {config_key(*config): [] for config in configs}
-    common.progress(f"{len(configs)} configurations x {args.repeats} repeats, each about "
-                    f"start-up + {args.seconds:g} s + stop")
+    runs: Dict[str, List[Dict[str, Any]]] = {
+        config_key(*config, system): [] for config in configs for system in systems}
+    common.progress(f"{len(runs)} runs (systems x configurations) x {args.repeats} repeats, each "
+                    f"about start-up + {args.seconds:g} s + stop")
     for repeat in range(args.repeats):
-        for launch_type, executors in configs:
-            key = config_key(launch_type, executors)
-            result = run_once(launch_type, executors, args)
+        for (launch_type, executors), system in itertools.product(configs, systems):
+            key = config_key(launch_type, executors, system)
+            result = run_once(launch_type, executors, args, system=system)
             runs[key].append(result)
             common.progress(
                 f"repeat {repeat + 1}/{args.repeats}  {key}: "
@@ -254,27 +275,38 @@ def main() -> None:
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results
         figures[key] = entry
-        rows.append((key, common.fmt(entry["executor_sps"]), common.fmt(entry["trainer_sps"]),
+    for (launch_type, executors), system in itertools.product(configs, systems):
+        madqn_entry = figures.get(config_key(launch_type, executors))
+        if system != "madqn" and madqn_entry is not None:
+            entry = figures[config_key(launch_type, executors, system)]
+            entry.update({f"{name}_ratio_to_madqn": common.ratio(entry[name], madqn_entry[name])
+                          for name in RATIO_FIGURES})
+    for key, entry in figures.items():
+        good_runs = len(entry["runs"]) - entry["failed_runs"]
+        rows.append((key, common.fmt(entry["executor_sps"]),
+                     common.fmt(entry.get("executor_sps_ratio_to_madqn"), 3),
+                     common.fmt(entry["trainer_sps"]),
                      common.fmt(entry["peak_rss_mb"], 0), common.fmt(entry["peak_pss_mb"], 0),
                      common.fmt(entry["seconds_to_first_trainer_step"]),
                      common.fmt(entry["trainer_idle_s_at_stop"]),
-                     f"{len(good)}/{len(results)}", entry["unclean_stops"]))
+                     f"{good_runs}/{len(entry['runs'])}", entry["unclean_stops"]))
     common.print_table(
-        f"Whole program: MADQN on {common.ENV_NAME}, {args.seconds:g} s from the first trainer "
-        f"step (median of {args.repeats})",
-        ["configuration", "executor steps/s", "trainer steps/s", "peak RSS MB", "peak PSS MB",
-         "s to 1st trainer step", "trainer idle at stop s", "ok runs", "unclean stops"], rows)
+        f"Whole program: {', '.join(name.upper() for name in systems)} on {common.ENV_NAME}, "
+        f"{args.seconds:g} s from the first trainer step (median of {args.repeats})",
+        ["configuration", "executor steps/s", "of MADQN's", "trainer steps/s", "peak RSS MB",
+         "peak PSS MB", "s to 1st trainer step", "trainer idle at stop s", "ok runs",
+         "unclean stops"], rows)
     if any(entry["unclean_stops"] for entry in figures.values()):
         print("unclean stops: runs whose launcher did not exit with code 0 after SIGINT (e.g. "
               "Launchpad killed nodes that did not stop within 10 s); see runs[].output_tail")
-    for key, entry in figures.items():
-        if key.endswith(":2") and entry["executor_sps"] is not None:
+    for key, entry in figures.items():  # MADQN's target (issue 5).
+        if "/" not in key and key.endswith(":2") and entry["executor_sps"] is not None:
             ok = entry["executor_sps"] >= 400 and (entry["trainer_sps"] or 0) > 0
             print(f"Target ({key}): >= 400-600 executor steps/s while the trainer steps: "
                   f"{'met' if ok else 'NOT met'} ({common.fmt(entry['executor_sps'])} executor, "
                   f"{common.fmt(entry['trainer_sps'])} trainer steps/s)")
     common.emit(args, figures, {"benchmark": "program", "env": common.ENV_NAME,
-                                "example_flags": args.flag})
+                                "systems": systems, "example_flags": args.flag})
 
 
 if __name__ == "__main__":

@@ -1,21 +1,33 @@
 """Trainer benchmark: MADQN trainer steps per second at batch 256 against the bare compiled step.
 
     .venv/bin/python -m benchmarks.trainer [--repeats 9 --seconds 3]
+    .venv/bin/python -m benchmarks.trainer --systems mappo,maddpg,mad4pg --clock cpu
 
 A Reverb server in this process is filled by a random executor on
 mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
 
-  bare_step        the trainer's compiled `_step` (double Q-learning, Adam, target update) on
-                   one batch already in memory, unpacked: the limit
+  bare_step        the trainer's compiled `train_step` (double Q-learning, Adam, target update)
+                   on one batch already in memory, unpacked: the limit
   trainer          `trainer.step()`: a batch from Reverb through the dataset pipeline
                    (builder.make_dataset_iterator), drawn inside the compiled step, counting
                    (`--steps_per_call` K: K batches per call, rates in trainer steps)
   trainer_logging  (diagnostic) the same with the trainer node's logger (CSV, TensorBoard;
                    a row at most once a second)
   dataset          (diagnostic) batches/s the dataset pipeline alone delivers (to Python)
-  trainer_<system> `trainer.step()` of VDN and QMIX (`--systems`; one team loss through the
-                   mixer), each from its own replay filled the same way; also as a ratio of
-                   MADQN's trainer
+  trainer_<system> `trainer.step()` of the systems named by `--systems` (default VDN and
+                   QMIX; any registered system, e.g. mappo, maddpg, mad4pg), each at its own
+                   default batch (`--batch_size` sets those batching transitions) from its own
+                   replay, filled the same way by the system's own executor and adder
+                   (MADDPG and MAD4PG on simple_spread with continuous actions); also as a
+                   ratio of MADQN's trainer
+  bare_step_<system>  (diagnostic) that system's bare step, as bare_step
+
+A second table says what one step of each system's trainer is, and the
+minibatch updates (gradient steps) and environment steps sampled per second
+that makes: a MAPPO step is `num_epochs` x `num_minibatches` updates on a batch
+of sequences. A queue (MAPPO's) would be drained within seconds: here it is
+served as a table of the same signature whose items stay (uniform sampling; see
+`common.keeping_items`), filled by MAPPO's executor and sequence adder.
 
 Variants take turns in short runs (9 x 3 s by default): this machine's speed
 drifts by 20% over seconds, and short turns spread that over every variant.
@@ -23,10 +35,9 @@ drifts by 20% over seconds, and short turns spread that over every variant.
 
 import gc
 import os
-import shutil
 import sys
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional, Tuple
 
 if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,6 +52,9 @@ VARIANTS = {
 }
 DIAGNOSTIC = ("trainer_logging", "dataset")
 SYSTEM_VARIANT = "trainer_{}"
+SYSTEM_BARE_VARIANT = "bare_step_{}"
+# Systems with a trainer target against MADQN's (issue 12: at least 70% of its steps/s).
+RATIO_TARGET_SYSTEMS = ("vdn", "qmix")
 
 
 def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
@@ -54,12 +68,70 @@ def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
     executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0), adder=adder,
                                      seed=seed)
     loop = EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed), executor)
+    # Enough items for a batch too: a queue's items are sequences of many steps.
+    items = max(getattr(system.config, "min_replay_size", 0), system.config.batch_size)
     played = 0
-    while played < max(steps, system.config.min_replay_size):
+    while played < steps or replay_size(client) < items:
         played += loop.run_episode()["episode_length"]
     del loop, executor, adder
     gc.collect()  # Closes the writer's stream.
+    return replay_size(client)
+
+
+def replay_size(client: Any) -> int:
+    """The items in every table of a Reverb server."""
     return sum(info.current_size for info in client.server_info().values())
+
+
+def system_config_kwargs(system_name: str, config_kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Those of the benchmark's config arguments that system `system_name`'s config has;
+    systems training on sequences keep their own batch size (of sequences)."""
+    fields = common.config_fields(system_name)
+    kwargs = {name: value for name, value in config_kwargs.items() if name in fields}
+    if "sequence_length" in fields:
+        kwargs.pop("batch_size", None)
+    return kwargs
+
+
+def step_work(config: Any) -> Tuple[int, int, str]:
+    """What one trainer step of a system with `config` does: its minibatch updates (gradient
+    steps, each of every network its loss covers), the environment steps it samples, and
+    both in words."""
+    batch_size = config.batch_size
+    if hasattr(config, "num_epochs"):  # PPO: epochs over minibatches of one batch.
+        steps = config.sequence_length - 1  # A sequence's last step only bootstraps.
+        updates = config.num_epochs * config.num_minibatches
+        return updates, batch_size * steps, (
+            f"{config.num_epochs} epochs x {config.num_minibatches} minibatches of "
+            f"{batch_size // config.num_minibatches} sequences of {steps} steps (+1 bootstrap)")
+    if hasattr(config, "sequence_length"):
+        steps = config.sequence_length - 1
+        return 1, batch_size * steps, f"1 update on {batch_size} sequences of {steps} steps"
+    return 1, batch_size, f"1 update on {batch_size} {config.n_step}-step transitions"
+
+
+def in_memory_batch(builder: Any, dataset: Any) -> Any:
+    """A batch the dataset pipeline gives, unpacked as the trainer unpacks it: the input of
+    the trainer's compiled `train_step`."""
+    sample = next(dataset)
+    unpack = builder.unpack_replay_items()
+    return sample if unpack is None else sample._replace(data=unpack(sample.data))
+
+
+def make_system_trainer(system: Any, client: Any, fill_steps: int, seed: int
+                        ) -> Tuple[Any, Any]:
+    """`system`'s trainer reading from `client`'s replay once `fill_replay` has filled it,
+    after its first (tracing) step, and a batch for its bare step (`in_memory_batch`)."""
+    items = fill_replay(system, client, fill_steps, seed)
+    builder = system.builder
+    dataset = builder.make_dataset_iterator(client)
+    trainer = builder.make_trainer(builder.make_networks(), dataset, replay_client=client,
+                                   checkpoint=False)
+    start = time.perf_counter()
+    trainer.step()
+    common.progress(f"{system.system_name}: {items:,} items in replay; first trainer step "
+                    f"(tracing) took {time.perf_counter() - start:.1f} s")
+    return trainer, in_memory_batch(builder, dataset)
 
 
 def counted(function: Callable[[], Any], units: int = 1) -> Callable[[], int]:
@@ -74,7 +146,9 @@ def main() -> None:
     parser = common.make_parser(
         "trainer", __doc__.split("\n\n")[0], seconds=3.0, repeats=9, warmup=1.0,
         seconds_help="seconds timed per variant and repeat", in_process=True)
-    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--batch_size", type=int, default=None,
+                        help="transitions per batch of MADQN and of the systems batching "
+                             "transitions (default: each system's own, 256 for MADQN)")
     parser.add_argument("--dataset_parallel_calls", type=int, default=None,
                         help="Reverb sampling streams (default: MADQNConfig's)")
     parser.add_argument("--fill_steps", type=int, default=5_000,
@@ -89,21 +163,22 @@ def main() -> None:
                         help=f"skip the diagnostic variants {', '.join(DIAGNOSTIC)}")
     parser.add_argument("--systems", default="vdn,qmix",
                         help="registered systems whose trainer is timed beside MADQN's "
-                             "(comma-separated; empty: none)")
+                             "(comma-separated, e.g. vdn,qmix,mappo,maddpg,mad4pg; empty: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
 
     config_kwargs = dict(
-        batch_size=args.batch_size, prioritized_replay=args.prioritized_replay,
+        prioritized_replay=args.prioritized_replay, seed=args.seed,
         trainer_steps_per_call=args.steps_per_call,
+        **({} if args.batch_size is None else {"batch_size": args.batch_size}),
         **({} if args.dataset_parallel_calls is None else
-           {"dataset_parallel_calls": args.dataset_parallel_calls}),
-        seed=args.seed)
+           {"dataset_parallel_calls": args.dataset_parallel_calls}))
     system, server, client = common.local_madqn("trainer", **config_kwargs)
-    run_dir, config, builder = system.run_dir, system.config, system.builder
-    other_systems = {name: common.local_madqn("trainer", name, **config_kwargs)
-                     for name in filter(None, args.systems.split(","))}
+    config, builder = system.config, system.builder
+    other_systems = {name: common.local_madqn("trainer", name, keep_items=True,
+                                              **system_config_kwargs(name, config_kwargs))
+                     for name in common.system_names(args.systems)}
     state: Dict[str, Any] = {}
     try:
         # Fill replay with a random executor.
@@ -120,13 +195,9 @@ def main() -> None:
         start = time.perf_counter()
         trainer.step()  # Traces the compiled step.
         common.progress(f"first trainer step (tracing) took {time.perf_counter() - start:.1f} s")
-        # The in-memory batch: one the pipeline gives, unpacked as the trainer unpacks it.
-        sample = next(dataset)
-        unpack = builder.unpack_replay_items()
-        if unpack is not None:
-            sample = sample._replace(data=unpack(sample.data))
+        sample = in_memory_batch(builder, dataset)
         variants: Dict[str, Callable[[], int]] = {
-            "bare_step": counted(lambda: trainer._step(sample)),  # pylint: disable=protected-access
+            "bare_step": counted(lambda: trainer.train_step(sample)),
             "trainer": counted(trainer.step, trainer.steps_per_call),
         }
         if not args.no_diagnostics:
@@ -141,17 +212,13 @@ def main() -> None:
             variants["trainer_logging"] = counted(logged.step, logged.steps_per_call)
             variants["dataset"] = counted(lambda: next(dataset))
         for name, (other, _, other_client) in other_systems.items():
-            fill_replay(other, other_client, args.fill_steps, args.seed)
-            other_trainer = other.builder.make_trainer(
-                other.builder.make_networks(), other.builder.make_dataset_iterator(other_client),
-                replay_client=other_client, checkpoint=False)
+            other_trainer, other_sample = make_system_trainer(other, other_client,
+                                                              args.fill_steps, args.seed)
             state[name] = other_trainer
-            start = time.perf_counter()
-            other_trainer.step()
-            common.progress(f"first {name} trainer step (tracing) took "
-                            f"{time.perf_counter() - start:.1f} s")
             variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step,
                                                             other_trainer.steps_per_call)
+            variants[SYSTEM_BARE_VARIANT.format(name)] = counted(
+                lambda trainer=other_trainer, sample=other_sample: trainer.train_step(sample))
 
         common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                         f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
@@ -161,22 +228,20 @@ def main() -> None:
     finally:
         state.clear()
         gc.collect()  # Frees the datasets' streams while the server is still up.
-        server.stop()
-        shutil.rmtree(run_dir, ignore_errors=True)
-        for other, other_server, _ in other_systems.values():
-            other_server.stop()
-            shutil.rmtree(other.run_dir, ignore_errors=True)
+        common.stop_local([(system, server, client), *other_systems.values()])
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_step"]
-    labels = {**VARIANTS, **{SYSTEM_VARIANT.format(name): f"{name.upper()}'s trainer.step()"
-                             for name in other_systems}}
+    labels = dict(VARIANTS)
+    for name in other_systems:
+        labels[SYSTEM_VARIANT.format(name)] = f"{name.upper()}'s trainer.step()"
+        labels[SYSTEM_BARE_VARIANT.format(name)] = f"    {name.upper()}'s compiled step, in memory"
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
     common.print_table(
-        f"Trainer: steps/s at batch {args.batch_size} on {common.ENV_NAME} (median of "
-        f"{args.repeats} x {args.seconds:g} s; {replay_items:,} items in replay)",
+        f"Trainer: steps/s at MADQN's batch of {config.batch_size} on {common.ENV_NAME} (median "
+        f"of {args.repeats} x {args.seconds:g} s; {replay_items:,} items in replay)",
         ["variant", "steps/s", "ratio to bare", "runs"], rows)
     trainer_sps, trainer_ratio = medians["trainer"], common.ratio(medians["trainer"], bare)
     met = bool(trainer_sps and trainer_sps >= 200 and trainer_ratio >= 0.8)
@@ -184,27 +249,58 @@ def main() -> None:
           f"{'met' if met else 'NOT met'} ({common.fmt(trainer_sps)} steps/s, "
           f"{common.fmt(100 * trainer_ratio if trainer_ratio else None)}%)")
 
-    for name in other_systems:
-        system_ratio = common.ratio(medians[SYSTEM_VARIANT.format(name)], trainer_sps)
-        print(f"Target: {name.upper()} trainer >= 70% of MADQN's: "
-              f"{'met' if system_ratio and system_ratio >= 0.7 else 'NOT met'} "
-              f"({common.fmt(system_ratio, 3)} of MADQN's)")
-
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures["trainer_ratio"] = trainer_ratio
-    figures.update({f"{SYSTEM_VARIANT.format(name)}_ratio_to_madqn":
-                    common.ratio(medians[SYSTEM_VARIANT.format(name)], trainer_sps)
-                    for name in other_systems})
     if "trainer_logging" in medians:
         figures["trainer_logging_ratio"] = common.ratio(medians["trainer_logging"], bare)
+    if other_systems:
+        work = system_rows({"madqn": (config, trainer_sps, bare), **{
+            name: (other.config, medians[SYSTEM_VARIANT.format(name)],
+                   medians[SYSTEM_BARE_VARIANT.format(name)])
+            for name, (other, _, _) in other_systems.items()}})
+        common.print_table(
+            "Trainer per system: what one step is, and the work per second it makes",
+            ["system", "one trainer step", "steps/s", "of own bare step", "ratio to MADQN",
+             "updates/s", "env steps sampled/s"],
+            [(name.upper(), row["step"], common.fmt(row["steps_per_s"]),
+              common.fmt(row["ratio_to_bare_step"], 3), common.fmt(row["ratio_to_madqn"], 3),
+              common.fmt(row["updates_per_s"]), common.fmt(row["samples_per_s"], 0))
+             for name, row in work.items()])
+        for name in other_systems:
+            if name in RATIO_TARGET_SYSTEMS:
+                system_ratio = work[name]["ratio_to_madqn"]
+                print(f"Target: {name.upper()} trainer >= 70% of MADQN's: "
+                      f"{'met' if system_ratio and system_ratio >= 0.7 else 'NOT met'} "
+                      f"({common.fmt(system_ratio, 3)} of MADQN's)")
+        figures["systems"] = work
+        figures.update({f"{SYSTEM_VARIANT.format(name)}_ratio_to_madqn":
+                        work[name]["ratio_to_madqn"] for name in other_systems})
     figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}
     common.emit(args, figures, {
-        "benchmark": "trainer", "env": common.ENV_NAME, "batch_size": args.batch_size,
+        "benchmark": "trainer", "env": common.ENV_NAME, "batch_size": config.batch_size,
         "prioritized_replay": args.prioritized_replay, "replay_items": replay_items,
         "steps_per_call": args.steps_per_call,
         "prefetch_size": config.prefetch_size,
         "dataset_parallel_calls": config.dataset_parallel_calls, "unit": "trainer steps/s"})
 
+
+def system_rows(rates: Dict[str, Tuple[Any, Optional[float], Optional[float]]]
+                ) -> Dict[str, Dict[str, Any]]:
+    """Per system, from its config, trainer steps/s and bare steps/s (`rates`, MADQN's under
+    "madqn"): what one step is (`step_work`), its steps/s as ratios of its bare step's and of
+    MADQN's, and the updates and environment steps sampled per second."""
+    madqn_sps = rates["madqn"][1]
+    rows = {}
+    for name, (config, steps_per_s, bare_per_s) in rates.items():
+        updates, samples, step = step_work(config)
+        rows[name] = {
+            "step": step, "steps_per_s": steps_per_s, "bare_step_per_s": bare_per_s,
+            "ratio_to_bare_step": common.ratio(steps_per_s, bare_per_s),
+            "updates_per_step": updates, "samples_per_step": samples,
+            "ratio_to_madqn": common.ratio(steps_per_s, madqn_sps),
+            "updates_per_s": None if steps_per_s is None else steps_per_s * updates,
+            "samples_per_s": None if steps_per_s is None else steps_per_s * samples}
+    return rows
 
 if __name__ == "__main__":
     main()

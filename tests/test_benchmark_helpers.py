@@ -1,0 +1,67 @@
+"""The benchmarks' own logic: replay filled by a system's executor, queues kept for timing,
+what one trainer step is per system, and names checked before anything starts."""
+
+import pytest
+import tree
+
+from benchmarks import common, program, trainer
+from mava_systems.madqn import MADQNConfig
+from mava_systems.mappo import MAPPOConfig
+
+
+def test_mappo_replay_is_filled_with_sequences_that_stay_when_sampled():
+    queue = common.local_madqn("test", "mappo", seed=0)
+    local = common.local_madqn("test", "mappo", keep_items=True, seed=0)
+    system, _, client = local
+    try:
+        # MAPPO's own replay is a queue: each sequence is handed out once.
+        assert next(iter(queue[2].server_info().values())).max_times_sampled == 1
+        items = trainer.fill_replay(system, client, steps=50, seed=0)
+        config = system.config
+        assert items >= config.batch_size  # Enough sequences for a batch, whatever `steps`.
+        dataset = system.builder.make_dataset_iterator(client)
+        for _ in range(3):  # Three batches from as few as one batch's worth of sequences.
+            sample = next(dataset)
+        for leaf in tree.flatten(sample.data):
+            assert tuple(leaf.shape[:2]) == (config.batch_size, config.sequence_length)
+        assert trainer.replay_size(client) == items  # Sampled sequences stay.
+        del dataset
+    finally:
+        common.stop_local([queue, local])
+
+
+def test_step_work_counts_ppo_epochs_and_minibatches_and_sequence_steps():
+    updates, samples, text = trainer.step_work(MAPPOConfig(batch_size=16, num_epochs=4,
+                                                           num_minibatches=2, sequence_length=21))
+    assert (updates, samples) == (8, 16 * 20)
+    assert "4 epochs x 2 minibatches of 8 sequences of 20 steps" in text
+    assert trainer.step_work(MADQNConfig(batch_size=128, n_step=3))[:2] == (1, 128)
+
+
+def test_system_rows_give_rates_per_update_and_sample_and_ratios_to_madqn():
+    rows = trainer.system_rows({
+        "madqn": (MADQNConfig(batch_size=256), 200.0, 400.0),
+        "mappo": (MAPPOConfig(batch_size=16, num_epochs=4, num_minibatches=2), 50.0, 100.0)})
+    assert rows["madqn"]["samples_per_s"] == 200.0 * 256
+    assert rows["mappo"]["updates_per_s"] == 50.0 * 8
+    assert rows["mappo"]["samples_per_s"] == 50.0 * 16 * 20
+    assert rows["mappo"]["ratio_to_madqn"] == 0.25
+    assert rows["mappo"]["ratio_to_bare_step"] == 0.5
+
+
+def test_sequence_systems_keep_their_own_batch_size():
+    kwargs = {"batch_size": 64, "prioritized_replay": True, "seed": 3}
+    assert trainer.system_config_kwargs("mappo", kwargs) == {"seed": 3}
+    assert trainer.system_config_kwargs("maddpg", kwargs) == {"batch_size": 64, "seed": 3}
+    assert trainer.system_config_kwargs("vdn", kwargs) == kwargs
+
+
+def test_unknown_systems_are_named_before_anything_starts():
+    assert common.system_names(" vdn, mappo ,") == ["vdn", "mappo"]
+    with pytest.raises(SystemExit, match="unknown system.*mapo.*registered systems:.*mappo"):
+        common.system_names("madqn,mapo")
+
+
+def test_program_results_keep_madqn_keys_and_prefix_other_systems():
+    assert program.config_key("local_mp", 2) == "local_mp:2"
+    assert program.config_key("local_mp", 2, "mappo") == "mappo/local_mp:2"
