@@ -32,6 +32,11 @@ TERMINATION_NOTICE_S = 60
 # per core). A program runs several nodes on the machine's cores; one thread each keeps them from
 # contending (the trainer benchmark in docs/benchmarks.md compares both).
 DEFAULT_TF_THREADS = 1
+# Config defaults of every launched program that differ from the config's own (which suit a
+# trainer stepped by hand, one trainer step per `step()`). A trainer node's memory grows a
+# little per compiled call (in TensorFlow/Reverb, below our code): 4 steps per call keep a
+# long run's trainer within 3 % an hour, against 9 % with 1 (docs/benchmarks.md, issue 17).
+PROGRAM_CONFIG_DEFAULTS: Mapping[str, Any] = {"trainer_steps_per_call": 4}
 
 
 def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
@@ -76,13 +81,17 @@ def define_config_flags(config_class: Type[Any],
     """Defines one flag per field of a config dataclass.
 
     A flag defaults to `config_defaults[field]` if given (an example's settings
-    for its environment family), else to the field's default.
+    for its environment family), else to `PROGRAM_CONFIG_DEFAULTS[field]` (what
+    every launched program uses), else to the field's default.
     """
     config_defaults = dict(config_defaults or {})
-    unknown = set(config_defaults) - {field.name for field in dataclasses.fields(config_class)}
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    unknown = set(config_defaults) - fields
     if unknown:
         raise ValueError(f"config_defaults names fields {config_class.__name__} does not have: "
                          f"{sorted(unknown)}")
+    config_defaults = {**{name: value for name, value in PROGRAM_CONFIG_DEFAULTS.items()
+                          if name in fields}, **config_defaults}
     for field in dataclasses.fields(config_class):
         help_text = field.metadata.get("doc") or f"{config_class.__name__}.{field.name}"
         default = config_defaults.get(field.name, field.default)

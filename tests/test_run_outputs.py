@@ -78,6 +78,10 @@ def test_a_run_prints_its_configuration_and_saves_it(short_run):
     with open(os.path.join(run_dir, CONFIG_FILE)) as config_file:
         saved = json.load(config_file)
     assert saved["config"]["learning_rate"] == 0.002 and saved["max_executor_steps"] == MAX_STEPS
+    # A launched program's trainer takes 4 steps per compiled call (its memory stays flat);
+    # a config made in Python keeps 1, one trainer step per `step()`.
+    assert saved["config"]["trainer_steps_per_call"] == 4
+    assert madqn.MADQNConfig().trainer_steps_per_call == 1
 
 
 def test_a_run_without_a_terminal_prints_plain_progress_lines(short_run):
