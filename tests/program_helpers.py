@@ -53,6 +53,22 @@ def read_csv(run_dir, node):
         return list(csv.DictReader(csv_file))
 
 
+def trainer_steps_per_call(run_dir):
+    """The trainer steps per compiled call the run in `run_dir` was configured with."""
+    with open(os.path.join(run_dir, "config.json")) as config_file:
+        return json.load(config_file)["config"]["trainer_steps_per_call"]
+
+
+def assert_trainer_count_continues(run_dir, first_resumed_row, saved_trainer_steps):
+    """The resumed trainer's first row counts on from the saved trainer step: one compiled
+    call later, i.e. at most the run's `trainer_steps_per_call` steps (fewer if a call was
+    cut short waiting for data). A count that restarted would be far below it."""
+    steps_per_call = trainer_steps_per_call(run_dir)
+    resumed_steps = int(first_resumed_row["trainer_steps"])
+    assert saved_trainer_steps < resumed_steps <= saved_trainer_steps + steps_per_call, (
+        resumed_steps, saved_trainer_steps, steps_per_call)
+
+
 def evaluation_returns(run_dir):
     """The evaluator's mean greedy return per round."""
     return [float(row["evaluation_return"]) for row in read_csv(run_dir, "evaluator")]

@@ -250,7 +250,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, la
     assert restored["items"] == saved_sizes  # Replay came back exactly as saved.
 
     resumed_rows = read_csv(run_dir, "trainer")[trainer_rows_before:]
-    assert int(resumed_rows[0]["trainer_steps"]) == status.trainer_steps + 1
+    program_helpers.assert_trainer_count_continues(run_dir, resumed_rows[0], status.trainer_steps)
     reached, limit = stop_count(second)
     assert limit == 4000 and reached >= 4000
     # The second part ran only the steps the first had not saved (plus the stop's overshoot).

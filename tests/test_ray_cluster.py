@@ -185,7 +185,11 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
                       if name.startswith("num_steps/"))
     trainer_steps = [int(row["trainer_steps"]) for row in rows(run_dir, "trainer")]
     assert saved_step > 0
-    restart = trainer_steps.index(saved_step + 1, trainer_rows_before)  # Its first step back.
+    # Its first row back: one compiled call after the saved step (the last such row: the
+    # trainer may have logged one in that range before the replay's kill too).
+    steps_per_call = program_helpers.trainer_steps_per_call(run_dir)
+    restart = max(index for index in range(trainer_rows_before, len(trainer_steps))
+                  if saved_step < trainer_steps[index] <= saved_step + steps_per_call)
     assert trainer_steps[restart:] == sorted(trainer_steps[restart:])
     assert trainer_steps[:restart] == sorted(trainer_steps[:restart])
 

@@ -20,6 +20,7 @@ from mava_systems import madqn, registry
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.replay import ReplayIterator
+from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.builder import REPLAY_TABLE
 import wrappers
 
@@ -421,6 +422,45 @@ def test_steps_per_call_read_from_a_plain_iterator_in_python(ctx, tmp_path):
     assert trainer.last_sample.info.key.shape == (2 * ctx["config"].batch_size,)
     with pytest.raises(StopIteration):  # One sample left: not enough for a call.
         trainer.step()
+
+
+class StatisticsTrainer(TrainerLoop):
+    """A trainer logging a statistic of shape [1] (as MPO's per-dimension duals on a
+    one-dimensional action) and a priority per item, both its step count."""
+
+    def __init__(self, dataset: Any, steps_per_call: int):
+        self._state = {"num_steps": tf.Variable(0, dtype=tf.int64)}
+        super().__init__(dataset, steps_per_call=steps_per_call)
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        return self._state
+
+    def train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
+        self._state["num_steps"].assign_add(1)
+        step = tf.cast(self._state["num_steps"], tf.float32)
+        return {"temperature": tf.fill([1], step), "loss": step,
+                "priorities": tf.fill(tf.shape(sample.info.key), step)}
+
+    def after_train_step(self, sample: Any, fetches: Dict[str, tf.Tensor]) -> None:
+        self.sent_priorities = fetches.pop("priorities").numpy()
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["replay_iterator", "plain_iterator"])
+def test_several_steps_per_call_log_the_last_steps_statistics_whatever_their_shape(ctx,
+                                                                                    compiled):
+    samples = [next(ctx["dataset"]) for _ in range(4)]
+    trainer = StatisticsTrainer(fixed_batches(samples) if compiled else iter(samples),
+                                steps_per_call=2)
+    sample, fetches = trainer.sample_and_train()
+    assert fetches["temperature"].numpy().tolist() == [2.0] and float(fetches["loss"]) == 2.0
+    # Per-item values and the batches' info cover both steps' batches.
+    batch_size = ctx["config"].batch_size
+    assert fetches["priorities"].numpy().tolist() == [1.0] * batch_size + [2.0] * batch_size
+    assert sample.info.key.shape == (2 * batch_size,)
+    row = trainer.step()
+    assert row["temperature"] == 4.0 and row["loss"] == 4.0 and row["trainer_steps"] == 4
+    assert trainer.sent_priorities.tolist() == [3.0] * batch_size + [4.0] * batch_size
 
 
 @pytest.mark.parametrize("steps_per_call", [0, -1, 2.5, True])

@@ -13,19 +13,9 @@ from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_aft
 from mava_systems.components.replay import ReplayIterator
 
 
-def combine_steps(structure: Any, stacked: Sequence[tf.Tensor]) -> Any:
-    """The results of K trainer steps as one: `stacked` holds the flattened leaves of
-    `structure` (one step's results) stacked over the K steps ([K, ...]).
-
-    Scalars are the last step's (what a row logged at that step holds: losses,
-    counts, totals alike), per-item values are concatenated ([K, B, ...] to
-    [K * B], e.g. the batches' keys and new priorities).
-    """
-    def combine(values: tf.Tensor) -> tf.Tensor:
-        if values.shape.rank == 1:
-            return values[-1]
-        return tf.reshape(values, tf.concat([[-1], tf.shape(values)[2:]], axis=0))
-    return tf.nest.pack_sequence_as(structure, [combine(values) for values in stacked])
+def concatenate_steps(values: tf.Tensor) -> tf.Tensor:
+    """Per-item values of K steps, [K, B, ...], as one batch of them: [K * B, ...]."""
+    return tf.reshape(values, tf.concat([[-1], tf.shape(values)[2:]], axis=0))
 
 
 class TrainerLoop:
@@ -74,6 +64,10 @@ class TrainerLoop:
     def state(self) -> Dict[str, Any]:
         """Everything a checkpoint of this trainer holds (including a `num_steps` variable)."""
         raise NotImplementedError
+
+    # Fetches holding a value per sampled item (e.g. new priorities), concatenated over the
+    # steps of a call like the batches' info; see `combine_steps`.
+    per_item_fetches: Tuple[str, ...] = ("priorities",)
 
     @property
     def steps_per_call(self) -> int:
@@ -134,8 +128,24 @@ class TrainerLoop:
             sample = next(self._dataset)
             steps.append((sample.info, self._train_and_count(sample)))
         stacked = [tf.stack(values) for values in zip(*map(tf.nest.flatten, steps))]
-        info, fetches = combine_steps(steps[0], stacked)
+        info, fetches = self.combine_steps(steps[0], stacked)
         return reverb.ReplaySample(info=info, data=()), fetches
+
+    def combine_steps(self, first: Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]],
+                      stacked: Sequence[tf.Tensor]
+                      ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
+        """The results of K trainer steps as one: `stacked` holds the flattened leaves of
+        `first` (one step's batch info and fetches) stacked over the K steps ([K, ...]).
+
+        The batches' info and the fetches named in `per_item_fetches` are
+        concatenated ([K * B, ...]); every other fetch is the last step's (what
+        a row logged at that step holds: losses, statistics and counts alike,
+        whatever their shape).
+        """
+        info, fetches = tf.nest.pack_sequence_as(first, list(stacked))
+        return (tf.nest.map_structure(concatenate_steps, info),
+                {name: concatenate_steps(value) if name in self.per_item_fetches else value[-1]
+                 for name, value in fetches.items()})
 
     def _sample_and_train_compiled(self, iterator: Iterator[Any]
                                    ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
@@ -168,7 +178,7 @@ class TrainerLoop:
 
         _, arrays = tf.while_loop(lambda index, _: index < self._steps_per_call, train_once_more,
                                   (tf.constant(1), arrays), parallel_iterations=1)
-        return combine_steps(first, [array.stack() for array in arrays])
+        return self.combine_steps(first, [array.stack() for array in arrays])
 
     def _sample_and_train_once(self, iterator: Iterator[Any]
                                ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
