@@ -185,11 +185,18 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
                       if name.startswith("num_steps/"))
     trainer_steps = [int(row["trainer_steps"]) for row in rows(run_dir, "trainer")]
     assert saved_step > 0
-    # Its first row back: one compiled call after the saved step (the last such row: the
-    # trainer may have logged one in that range before the replay's kill too).
+    # Its first row back: where the count stepped back (if the trainer had logged past its
+    # checkpoint before the kill), one compiled call after the saved step (two if a call was
+    # cut short while the replay restarted).
     steps_per_call = program_helpers.trainer_steps_per_call(run_dir)
-    restart = max(index for index in range(trainer_rows_before, len(trainer_steps))
-                  if saved_step < trainer_steps[index] <= saved_step + steps_per_call)
+    backs = [index for index in range(max(trainer_rows_before, 1), len(trainer_steps))
+             if trainer_steps[index] <= trainer_steps[index - 1]]
+    assert len(backs) <= 1, trainer_steps[trainer_rows_before - 1:]
+    restart = backs[0] if backs else next(
+        index for index in range(trainer_rows_before, len(trainer_steps))
+        if trainer_steps[index] > saved_step)
+    assert saved_step < trainer_steps[restart] <= saved_step + 2 * steps_per_call, (
+        saved_step, trainer_steps[trainer_rows_before - 1:])
     assert trainer_steps[restart:] == sorted(trainer_steps[restart:])
     assert trainer_steps[:restart] == sorted(trainer_steps[:restart])
 
