@@ -20,9 +20,11 @@ FAST_CONFIG = ["--evaluation_interval_s=5", "--evaluation_episodes=2",
 @pytest.mark.slow
 def test_dmpo_learns_pendulum_checkpoints_and_resumes(tmp_path):
     run_dir = str(tmp_path / "run")
-    output = run_example(SCRIPT, run_dir, "--max_actor_steps=9000", *FAST_CONFIG, timeout=400)
+    # The greedy return leaves the random policy's between about 6,000 and 9,000 steps
+    # (seed and timing vary): 11,000 leaves a margin.
+    output = run_example(SCRIPT, run_dir, "--max_actor_steps=11000", *FAST_CONFIG, timeout=400)
     reached, limit = stop_count(output)
-    assert limit == 9000 and reached >= 9000
+    assert limit == 11000 and reached >= 11000
 
     random_return = random_policy_return("gymnasium/Pendulum-v1", episodes=20)
     assert random_return < -1000  # About -1200.
@@ -34,14 +36,14 @@ def test_dmpo_learns_pendulum_checkpoints_and_resumes(tmp_path):
     assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 1000
 
     # Relaunching in the run directory resumes counts, networks, optimisers and MPO's duals.
-    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=10500", *FAST_CONFIG, timeout=400)
+    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=12500", *FAST_CONFIG, timeout=400)
     match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
                       resumed)
     assert match, resumed[-3000:]
-    assert int(match.group(1)) > 1000 and int(match.group(2)) >= 9000
+    assert int(match.group(1)) > 1000 and int(match.group(2)) >= 11000
     assert "trainer: restored from checkpoint" in resumed
     reached, limit = stop_count(resumed)
-    assert limit == 10500 and reached >= 10500
+    assert limit == 12500 and reached >= 12500
     after = evaluation_returns(run_dir)[len(returns):]
     assert after and max(after) > -450, after  # Restored, not retrained from scratch.
     # `evaluate` restores the final checkpoint's policy and acts with its mean (random: -1200).
