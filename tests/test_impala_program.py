@@ -15,9 +15,9 @@ FAST_CONFIG = ["--evaluation_interval_s=3", "--evaluation_episodes=2",
 @pytest.mark.slow
 def test_impala_learns_cartpole_checkpoints_and_resumes(tmp_path):
     run_dir = str(tmp_path / "run")
-    output = run_example(SCRIPT, run_dir, "--max_actor_steps=40000", *FAST_CONFIG)
+    output = run_example(SCRIPT, run_dir, "--max_actor_steps=30000", *FAST_CONFIG)
     reached, limit = stop_count(output)
-    assert limit == 40000 and reached >= 40000
+    assert limit == 30000 and reached >= 30000
 
     random_return = random_policy_return("gymnasium/CartPole-v1")
     returns = evaluation_returns(run_dir)
@@ -25,22 +25,23 @@ def test_impala_learns_cartpole_checkpoints_and_resumes(tmp_path):
     # (No check of the first round: on a fast machine it may come after some training, and an
     # untrained network sometimes balances the pole for a while by chance.)
     # Learned by the second half of the run. (IMPALA on CartPole can still collapse for a
-    # while after reaching 500, as seen once at ~37k steps, so the very last rounds may not.)
+    # while after reaching 500, so the very last rounds may not; it passes 4x random by
+    # about 14,000 steps.)
     assert max(returns[len(returns) // 2:]) > 4 * random_return, (returns, random_return)
     trainer_rows = read_csv(run_dir, "trainer")
     assert int(trainer_rows[-1]["trainer_steps"]) > 100
     assert 0 < float(trainer_rows[-1]["entropy/agent"]) < 0.7  # Below uniform (ln 2): it learned.
 
     # Relaunching in the run directory resumes counts, network and optimiser.
-    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=42000", *FAST_CONFIG)
+    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=32000", *FAST_CONFIG)
     match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
                       resumed)
     assert match, resumed[-3000:]
-    assert int(match.group(1)) > 100 and int(match.group(2)) >= 40000
+    assert int(match.group(1)) > 100 and int(match.group(2)) >= 30000
     # The trainer restored the first part's last checkpoint (networks, optimiser, step).
     assert f"trainer: restored from checkpoint {run_dir}/checkpoints/trainer/ckpt-" in resumed
     reached, limit = stop_count(resumed)
-    assert limit == 42000 and reached >= 42000
+    assert limit == 32000 and reached >= 32000
     # `evaluate` restores the final checkpoint's policy: an untrained network's greedy play
     # (always the same push) scores 8-10; a trained one, even mid-collapse, more.
     assert_final_checkpoint_evaluates(run_dir, above=15)
