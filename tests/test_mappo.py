@@ -13,7 +13,7 @@ from dm_env import specs
 from mava_systems import mappo
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.mappo.policies import CategoricalHead, SquashedGaussianHead
-from mava_systems.mappo.training import RunningMeanStd
+from mava_systems.mappo.training import POLICY_VERSION, RunningMeanStd
 from topology_helpers import check_picklable, check_replay
 import wrappers
 
@@ -233,6 +233,35 @@ def test_sequences_carry_the_global_state_and_old_ones_are_dropped(tmp_run_dir):
         assert trainer.num_steps == result["trainer_steps"] == 7
         assert result["policy_lag"] == 1 and result["dropped_sequences"] == 4
         assert trainer.dropped_sequences == 4
+    finally:
+        server.stop()
+
+
+def test_a_step_waiting_for_its_batch_has_not_counted_itself(tmp_run_dir):
+    """The policy version served to executors moves only with the weights: a compiled step
+    blocked on the queue has neither counted itself nor changed the step executors see."""
+    system = make_system(tmp_run_dir, sequence_length=7, batch_size=4, num_minibatches=2)
+    server = reverb.Server(system.replay(), port=None)
+    try:
+        client = reverb.Client(f"localhost:{server.port}")
+        builder = system.builder
+        trainer = builder.make_trainer(builder.make_networks(),
+                                       builder.make_dataset_iterator(client), checkpoint=False)
+        collect(system, client, episodes=3, policy_version=0)  # 5 sequences: one batch.
+        assert trainer.step()["policy_lag"] == 0 and trainer.num_steps == 1
+
+        result = {}
+        waiting = threading.Thread(target=lambda: result.update(trainer.step()), daemon=True)
+        waiting.start()
+        waiting.join(timeout=3.0)
+        assert waiting.is_alive()  # Blocked on the queue, which holds 1 sequence.
+        assert trainer.num_steps == 1
+        assert trainer.get_variables([POLICY_VERSION]) == [[1]]
+        collect(system, client, episodes=3, policy_version=1)
+        waiting.join(timeout=60.0)
+        assert not waiting.is_alive()
+        assert trainer.num_steps == 2 and result["trainer_steps"] == 2
+        assert result["policy_lag"] == 0 and result["policy_lag_max"] == 0
     finally:
         server.stop()
 

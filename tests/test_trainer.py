@@ -152,6 +152,64 @@ def test_a_trainer_reads_a_plain_iterator_of_samples_in_python(ctx):
         trainer.step()
 
 
+def test_a_step_waiting_for_its_batch_changes_nothing_until_it_arrives(tmp_path):
+    """A compiled step blocked on replay (through sampling timeouts and retries) has not
+    counted itself, nor copied a target network, until its batch arrives."""
+    config = madqn.MADQNConfig(min_replay_size=50, batch_size=16, samples_per_insert=None,
+                               target_update_period=1, prefetch_size=0, dataset_parallel_calls=1)
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=str(tmp_path / "run"))
+    server = reverb.Server(system.replay())
+    environment = system._environment_factory(evaluation=False, seed=1)
+    try:
+        client = reverb.Client(f"localhost:{server.port}")
+        builder = system.builder
+        executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
+                                         adder=builder.make_adder(client), seed=1)
+        loop = EnvironmentLoop(environment, executor)
+
+        def fill_replay():
+            for _ in range(8):
+                loop.run_episode()
+
+        fill_replay()
+        networks = builder.make_networks()
+        counter = counting.Counter(prefix="trainer")
+        trainer = builder.make_trainer(networks, builder.make_dataset_iterator(client),
+                                       counter=counter, checkpoint=False)
+        trainer.step()  # Traced.
+        client.reset(REPLAY_TABLE)
+        # The first steps may still take batches the dataset had drawn before the reset.
+        for _ in range(5):
+            steps_before = trainer.num_steps
+            for variable in networks.q_networks[NETWORK].variables:
+                variable.assign_add(tf.ones_like(variable))  # Online and target now differ.
+            targets_before = numpy_variables(networks.target_q_networks[NETWORK])
+            result = {}
+            waiting = threading.Thread(target=lambda: result.update(trainer.step()),
+                                       daemon=True)
+            waiting.start()
+            waiting.join(timeout=2.5)  # Two sampling timeouts of replay's empty table.
+            if waiting.is_alive():
+                break
+        assert waiting.is_alive()
+        assert trainer.num_steps == steps_before
+        assert all_equal(numpy_variables(networks.target_q_networks[NETWORK]), targets_before)
+
+        fill_replay()
+        waiting.join(timeout=60)
+        assert not waiting.is_alive()
+        assert trainer.num_steps == result["trainer_steps"] == steps_before + 1
+        assert counter.get_counts()["trainer_steps"] == steps_before + 1
+        assert not all_equal(numpy_variables(networks.target_q_networks[NETWORK]),
+                             targets_before)  # Copied once the batch came.
+        del trainer
+        gc.collect()
+    finally:
+        environment.close()
+        server.stop()
+
+
 def test_a_step_changes_the_online_network(ctx):
     trainer = ctx["trainer"]
     previous = online(ctx)

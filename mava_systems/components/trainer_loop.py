@@ -80,8 +80,20 @@ class TrainerLoop:
         return int(self._num_steps_variable.numpy())
 
     def train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
-        """One gradient step on `sample`; returns the scalars to log."""
+        """One gradient step on `sample`; returns the scalars to log. Counts itself with
+        `count_step`."""
         raise NotImplementedError
+
+    def count_step(self, after: Any) -> tf.Operation:
+        """Adds one to the step count (`state["num_steps"]`) once the tensors in `after`,
+        computed from the step's batch (e.g. its losses), are.
+
+        In a compiled step, an operation that reads nothing of the batch runs as soon as the
+        step starts: before a batch still awaited, and again at each retry after a sampling
+        timeout. Counted that way, executors would be served a count ahead of the weights.
+        """
+        with tf.control_dependencies(tf.nest.flatten(after)):
+            return self._num_steps_variable.assign_add(1)
 
     def after_train_step(self, sample: Any, fetches: Dict[str, tf.Tensor]) -> None:
         """Acts on `train_step`'s results before they are logged (e.g. pops and sends priorities).

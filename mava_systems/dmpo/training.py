@@ -152,7 +152,7 @@ class DMPOTrainer(TrainerLoop):
             self._dual_optimizers[key].apply(dual_gradients, dual_variables)
             fetches.update({f"{name}/{key}": tf.cast(value, tf.float32)
                             for name, value in losses.items()})
-        self._num_steps.assign_add(1)
+        self.count_step(after=fetches)
         return fetches
 
     def get_variables(self, names: Sequence[str]) -> List[List[Any]]:

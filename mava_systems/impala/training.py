@@ -118,7 +118,7 @@ class IMPALATrainer(TrainerLoop):
             self._optimizers[key].apply(gradients, variables)
             fetches.update({f"{name}/{key}": value for name, value in losses.items()})
             fetches[f"gradient_norm/{key}"] = gradient_norm
-        self._num_steps.assign_add(1)
+        self.count_step(after=fetches)
         return fetches
 
     def get_variables(self, names: Sequence[str]) -> List[List[Any]]:

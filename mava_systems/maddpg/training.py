@@ -160,7 +160,7 @@ class MADDPGTrainer(TrainerLoop):
         policy_norm = self._apply(self._policy_optimizer, tape.gradient(policy_loss, policy_variables),
                                   policy_variables)
         del tape
-        self._num_steps.assign_add(1)
+        self.count_step(after=(fetches, critic_norm, policy_norm))
         self._update_targets()
         return {"critic_loss": critic_loss, "policy_loss": policy_loss,
                 "critic_gradient_norm": critic_norm, "policy_gradient_norm": policy_norm, **fetches}

@@ -233,7 +233,7 @@ class MADQNTrainer(TrainerLoop):
             fetches = self._joint_step(sample.data, weights)
         else:
             fetches = self._per_network_step(sample.data, weights)
-        self._num_steps.assign_add(1)
+        self.count_step(after=fetches)
         if tf.math.mod(self._num_steps, self._target_update_period) == 0:
             self._update_targets()
         return fetches

@@ -399,7 +399,7 @@ class MAPPOTrainer(TrainerLoop):
         for key in self._networks.policies:
             fetches.update({f"{name}/{key}": value
                             for name, value in self.train_network(key, steps, fresh).items()})
-        self._num_steps.assign_add(1)
+        self.count_step(after=fetches)
         return fetches
 
     def get_variables(self, names: Sequence[str]) -> List[List[Any]]:
