@@ -12,6 +12,9 @@ from mava_systems.components.lifecycle import (ProgramStopping, keep_serving_aft
                                                program_stop_event, run_watched)
 from mava_systems.components.replay import ReplayIterator
 
+# The fetch holding each sampled item's new replay priority (prioritised replay).
+PRIORITIES = "priorities"
+
 
 def concatenate_steps(values: tf.Tensor) -> tf.Tensor:
     """Per-item values of K steps, [K, B, ...], as one batch of them: [K * B, ...]."""
@@ -67,7 +70,7 @@ class TrainerLoop:
 
     # Fetches holding a value per sampled item (e.g. new priorities), concatenated over the
     # steps of a call like the batches' info; see `combine_steps`.
-    per_item_fetches: Tuple[str, ...] = ("priorities",)
+    per_item_fetches: Tuple[str, ...] = (PRIORITIES,)
 
     @property
     def steps_per_call(self) -> int:

@@ -19,7 +19,7 @@ import tensorflow as tf
 import trfl
 
 from mava_systems.components.optimizers import ConcatenatedAdam
-from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.components.trainer_loop import PRIORITIES, TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
 from wrappers import OLT
@@ -254,7 +254,7 @@ class MADQNTrainer(TrainerLoop):
             fetches[f"loss/{key}"] = loss
             fetches[f"q_value/{key}"] = tf.reduce_mean(q_tm1)
             fetches[f"gradient_norm/{key}"] = gradient_norm
-        fetches["priorities"] = tf.reduce_mean(tf.concat(abs_td, axis=1), axis=1)
+        fetches[PRIORITIES] = tf.reduce_mean(tf.concat(abs_td, axis=1), axis=1)
         return fetches
 
     def _joint_step(self, transitions: acme_types.Transition, weights: tf.Tensor
@@ -267,7 +267,7 @@ class MADQNTrainer(TrainerLoop):
             loss, priorities, extra_fetches = self.joint_loss(transitions, weights)
         gradient_norm = self._apply(tape, loss, variables, "joint")
         return {"loss": loss, "gradient_norm": gradient_norm, **extra_fetches,
-                "priorities": priorities}
+                PRIORITIES: priorities}
 
     def _apply(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence[tf.Variable],
                optimizer: str) -> tf.Tensor:
@@ -292,7 +292,7 @@ class MADQNTrainer(TrainerLoop):
 
     def after_train_step(self, sample: reverb.ReplaySample, fetches: Dict[str, tf.Tensor]) -> None:
         """Sends the new priorities to replay (prioritised replay only)."""
-        priorities = fetches.pop("priorities")
+        priorities = fetches.pop(PRIORITIES)
         if self._importance_sampling_exponent is not None and self._replay_client is not None:
             self._replay_client.mutate_priorities(
                 table=self._replay_table,
