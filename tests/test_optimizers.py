@@ -1,14 +1,11 @@
-"""Adam as Sonnet's, counting only the steps it takes; ConcatenatedAdam: the same update, exactly,
-in a few operations over all variables."""
-
-import time
+"""ConcatenatedAdam: Sonnet's Adam update, exactly, in a few operations over all variables."""
 
 import numpy as np
 import pytest
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.optimizers import Adam, ConcatenatedAdam
+from mava_systems.components.optimizers import ConcatenatedAdam
 
 
 def make_variables(rng):
@@ -45,28 +42,3 @@ def test_a_missing_update_is_an_error():
         ConcatenatedAdam(1e-3).apply([None] * len(variables), variables)
     with pytest.raises(ValueError, match="one update per parameter"):
         ConcatenatedAdam(1e-3).apply([], variables)
-
-
-@pytest.mark.parametrize("optimizer_class", [Adam, ConcatenatedAdam])
-def test_a_step_whose_updates_never_come_counts_nothing(optimizer_class):
-    """In a compiled step, the step count waits for the updates: a step whose batch never
-    arrives (here: sampling waits, then the data end) leaves the optimizer as it was."""
-    optimizer = optimizer_class(1e-2)
-    variables = make_variables(np.random.default_rng(0))
-    optimizer.apply([tf.zeros_like(variable) for variable in variables], variables)  # Slots.
-
-    def slow_then_empty():
-        time.sleep(0.5)
-        return np.float32(1.0)
-
-    dataset = tf.data.Dataset.range(1).map(
-        lambda _: tf.numpy_function(slow_then_empty, [], tf.float32)).filter(lambda _: False)
-
-    @tf.function
-    def step_on_next(iterator):
-        scale = next(iterator)
-        optimizer.apply([scale * tf.ones_like(variable) for variable in variables], variables)
-
-    with pytest.raises(tf.errors.OutOfRangeError):
-        step_on_next(iter(dataset))
-    assert int(optimizer.step.numpy()) == 1

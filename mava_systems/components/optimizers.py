@@ -1,27 +1,10 @@
-"""Optimizers: Sonnet's Adam counting only the steps it takes, and applied to many variables
-with a few large operations."""
+"""Optimizers: Sonnet's Adam, applied to many variables with a few large operations."""
 
 from typing import Sequence
 
 import sonnet as snt
 from sonnet.src.optimizers import adam as sonnet_adam
 import tensorflow as tf
-
-
-class Adam(snt.optimizers.Adam):
-    """`snt.optimizers.Adam` whose step count moves only with an update.
-
-    Sonnet's Adam counts its step with an operation that reads none of the
-    updates: in a compiled trainer step it would run as soon as the step starts,
-    before a batch still awaited (and again at each sampling retry), so the
-    count (Adam's bias correction, and what a checkpoint saves) would run ahead
-    of the updates. Same slots and checkpoints as Sonnet's.
-    """
-
-    def apply(self, updates: Sequence[tf.Tensor], parameters: Sequence[tf.Variable]) -> None:
-        """Applies the Adam update rule to every (update, parameter) pair, as Sonnet's Adam."""
-        with tf.control_dependencies([update for update in updates if update is not None]):
-            super().apply(updates, parameters)
 
 
 class ConcatenatedAdam(snt.optimizers.Adam):
@@ -43,8 +26,7 @@ class ConcatenatedAdam(snt.optimizers.Adam):
         if any(update is None or isinstance(update, tf.IndexedSlices) for update in updates):
             raise ValueError(f"{type(self).__name__} takes dense updates for every parameter")
         self._initialize(parameters)
-        with tf.control_dependencies(updates):  # See `Adam`.
-            self.step.assign_add(1)
+        self.step.assign_add(1)
         dtype = parameters[0].dtype
         sizes = [parameter.shape.num_elements() for parameter in parameters]
         update, m, v = sonnet_adam.adam_update(

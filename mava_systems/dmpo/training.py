@@ -11,7 +11,6 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components import optimizers
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.dmpo.networks import DMPONetworks
 from mava_systems.madqn.networks import observation_to_input, variables_as_numpy
@@ -64,9 +63,9 @@ class DMPOTrainer(TrainerLoop):
             epsilon=epsilon, epsilon_penalty=1e-3, epsilon_mean=epsilon_mean,
             epsilon_stddev=epsilon_stddev, init_log_temperature=1.0, init_log_alpha_mean=1.0,
             init_log_alpha_stddev=10.0) for key in keys}
-        self._policy_optimizers = {key: optimizers.Adam(policy_learning_rate) for key in keys}
-        self._critic_optimizers = {key: optimizers.Adam(critic_learning_rate) for key in keys}
-        self._dual_optimizers = {key: optimizers.Adam(dual_learning_rate) for key in keys}
+        self._policy_optimizers = {key: snt.optimizers.Adam(policy_learning_rate) for key in keys}
+        self._critic_optimizers = {key: snt.optimizers.Adam(critic_learning_rate) for key in keys}
+        self._dual_optimizers = {key: snt.optimizers.Adam(dual_learning_rate) for key in keys}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
 

@@ -11,7 +11,6 @@ import tensorflow_probability as tfp
 import trfl
 
 from mava_systems.components.sequences import time_major
-from mava_systems.components import optimizers
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.impala.networks import IMPALANetworks
 from mava_systems.madqn.networks import mask_illegal, observation_to_input, variables_as_numpy
@@ -52,7 +51,7 @@ class IMPALATrainer(TrainerLoop):
         self._entropy_cost = entropy_cost
         self._baseline_cost = baseline_cost
         self._max_abs_reward = float("inf") if max_abs_reward is None else max_abs_reward
-        self._optimizers = {key: optimizers.Adam(learning_rate) for key in networks.networks}
+        self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
 

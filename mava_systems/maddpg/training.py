@@ -13,7 +13,6 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components import optimizers
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.maddpg.networks import CriticInputs, MADDPGNetworks
 from mava_systems.madqn.networks import observation_to_input, variables_as_numpy
@@ -78,8 +77,8 @@ class MADDPGTrainer(TrainerLoop):
         self._max_gradient_norm = max_gradient_norm
         self._target_update_period = target_update_period
         self._target_update_rate = target_update_rate
-        self._policy_optimizer = optimizers.Adam(policy_learning_rate)
-        self._critic_optimizer = optimizers.Adam(critic_learning_rate)
+        self._policy_optimizer = snt.optimizers.Adam(policy_learning_rate)
+        self._critic_optimizer = snt.optimizers.Adam(critic_learning_rate)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Restores `state`.
         super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)

@@ -18,7 +18,7 @@ import sonnet as snt
 import tensorflow as tf
 import trfl
 
-from mava_systems.components.optimizers import Adam, ConcatenatedAdam
+from mava_systems.components.optimizers import ConcatenatedAdam
 from mava_systems.components.trainer_loop import PRIORITIES, TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
@@ -133,7 +133,7 @@ class MADQNTrainer(TrainerLoop):
             if self._modules:
                 raise ValueError("trainer modules are trained by a joint_loss; "
                                  f"{type(self).__name__} does not override joint_loss")
-            self._optimizers = {key: Adam(learning_rate)
+            self._optimizers = {key: snt.optimizers.Adam(learning_rate)
                                 for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Restores `state`.

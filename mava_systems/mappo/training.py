@@ -15,7 +15,6 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components import optimizers
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import variables_as_numpy
 from mava_systems.mappo.config import MAPPOConfig
@@ -155,12 +154,12 @@ class MAPPOTrainer(TrainerLoop):
                                 else config.max_abs_reward)
         if config.separate_optimizers:
             self._optimizers = {
-                **{f"policy/{key}": optimizers.Adam(config.learning_rate)
+                **{f"policy/{key}": snt.optimizers.Adam(config.learning_rate)
                    for key in networks.policies},
-                **{f"critic/{key}": optimizers.Adam(config.critic_learning_rate)
+                **{f"critic/{key}": snt.optimizers.Adam(config.critic_learning_rate)
                    for key in networks.critics}}
         else:
-            self._optimizers = {key: optimizers.Adam(config.learning_rate)
+            self._optimizers = {key: snt.optimizers.Adam(config.learning_rate)
                                 for key in networks.policies}
         self._normalisers = ({key: RunningMeanStd() for key in networks.critics}
                              if config.normalize_values else {})
