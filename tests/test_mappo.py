@@ -247,14 +247,16 @@ def test_a_step_waiting_for_its_batch_has_not_counted_itself(tmp_run_dir):
         builder = system.builder
         trainer = builder.make_trainer(builder.make_networks(),
                                        builder.make_dataset_iterator(client), checkpoint=False)
-        collect(system, client, episodes=3, policy_version=0)  # 5 sequences: one batch.
+        collect(system, client, episodes=3, policy_version=0)  # At least one batch.
         assert trainer.step()["policy_lag"] == 0 and trainer.num_steps == 1
+        (table,) = system.replay()
+        client.reset(table.name)  # What the first step left.
 
         result = {}
         waiting = threading.Thread(target=lambda: result.update(trainer.step()), daemon=True)
         waiting.start()
         waiting.join(timeout=3.0)
-        assert waiting.is_alive()  # Blocked on the queue, which holds 1 sequence.
+        assert waiting.is_alive()  # Blocked on the empty queue.
         assert trainer.num_steps == 1
         assert trainer.get_variables([POLICY_VERSION]) == [[1]]
         collect(system, client, episodes=3, policy_version=1)

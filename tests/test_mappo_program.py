@@ -88,7 +88,8 @@ def test_a_killed_mappo_run_resumes_its_counts_and_weights_and_evaluates(tmp_pat
                     "--critic=decentralised")
 
     result = evaluate_checkpoint(run_dir, "--episodes=4", "--seed=1")
-    assert result["episodes"] == 4 and -10.0 <= result["mean_return"] <= 0.0
+    # Returns of line_world's 10 steps lie in [-16, 0] (2 agents, at most -0.8 each a step).
+    assert result["episodes"] == 4 and -16.0 <= result["mean_return"] <= 0.0
     assert result["trainer_steps"] >= int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
 
 
