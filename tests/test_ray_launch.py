@@ -20,7 +20,8 @@ from mava_systems import madqn, ray_launch
 from mava_systems.components.run_directory import read_status
 from mava_systems.ray_launch import RayLaunchConfig, parse_group_resources
 from mava_systems.ray_launch.config import parse_runtime_env
-from mava_systems.ray_launch.launcher import RayLaunchError, node_specs, stop_signals_raise
+from mava_systems.ray_launch.launcher import (RayLaunchError, node_specs, spread_strategy,
+                                              stop_signals_raise)
 from mava_systems.ray_launch.proxies import CourierRef, ReverbRef
 from mava_systems.ray_launch.runtime import NodeRuntime
 import program_helpers
@@ -54,6 +55,27 @@ def test_group_resources_parse_and_become_actor_options():
 def test_malformed_group_resources_are_named(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_group_resources([spec])
+
+
+def test_a_groups_nodes_are_dealt_over_the_cluster_nodes_able_to_host_them():
+    cluster_nodes = [
+        {"NodeID": "c", "Alive": True, "Resources": {"CPU": 1.0, "host_c": 10.0}},
+        {"NodeID": "a", "Alive": True, "Resources": {"CPU": 1.0, "GPU": 1.0, "host_a": 10.0}},
+        {"NodeID": "d", "Alive": False, "Resources": {"CPU": 1.0}},
+        {"NodeID": "b", "Alive": True, "Resources": {"CPU": 1.0}},
+    ]
+    config = RayLaunchConfig(group_resources={"trainer": {"GPU": 1}, "cacher": {"host_c": 1},
+                                              "evaluator": {"host_e": 1}})
+    # Alive nodes in turn, in ID order; every placement is soft.
+    placed = [spread_strategy(cluster_nodes, config.actor_options("executor"), index)
+              for index in range(5)]
+    assert [strategy.node_id for strategy in placed] == ["a", "b", "c", "a", "b"]
+    assert all(strategy.soft for strategy in placed)
+    # Only the nodes having every resource asked for (built-in or custom).
+    assert spread_strategy(cluster_nodes, config.actor_options("trainer"), 1).node_id == "a"
+    assert spread_strategy(cluster_nodes, config.actor_options("cacher"), 1).node_id == "c"
+    # None can: left to Ray, which reports the node as unplaced.
+    assert spread_strategy(cluster_nodes, config.actor_options("evaluator"), 0) is None
 
 
 def test_bad_launch_settings_are_refused():

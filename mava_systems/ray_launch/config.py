@@ -8,7 +8,7 @@ from mava_systems.config import parse_json_object
 
 # Ray option names for the resources a user names as CPU, GPU and memory; any other name is a
 # custom resource of the cluster's nodes (e.g. `ray start --resources='{"trainer_host": 1}'`).
-_BUILT_IN_RESOURCES = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}
+BUILT_IN_RESOURCES = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +57,8 @@ class RayLaunchConfig:
         options: Dict[str, Any] = {"num_cpus": 0}  # Nodes are threads: by default, no CPU each.
         custom = {}
         for name, amount in self.group_resources.get(group, {}).items():
-            if name in _BUILT_IN_RESOURCES:
-                options[_BUILT_IN_RESOURCES[name]] = amount
+            if name in BUILT_IN_RESOURCES:
+                options[BUILT_IN_RESOURCES[name]] = amount
             else:
                 custom[name] = amount
         if custom:

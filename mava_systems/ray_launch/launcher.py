@@ -25,10 +25,11 @@ from absl import logging
 import launchpad as lp
 from launchpad.nodes.python import node as lp_python
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from mava_systems.ray_launch import RECORD_FILE
 from mava_systems.ray_launch.actors import CONTROLLER_NAME, Controller, NodeActor, NodeSpec
-from mava_systems.ray_launch.config import RayLaunchConfig
+from mava_systems.ray_launch.config import BUILT_IN_RESOURCES, RayLaunchConfig
 from mava_systems.ray_launch.proxies import CourierRef, NodeRef, ReverbRef, substitute_handles
 
 # Calls between nodes run in an actor's threads: a node serves this many at once.
@@ -37,6 +38,8 @@ MAX_CONCURRENCY = 16
 # for) stop the launch with an error.
 PLACEMENT_TIMEOUT_S = 300.0
 POLL_INTERVAL_S = 0.25
+# The CPU share a node of a spread group asks for when its group asks for no resources.
+PLACEMENT_TOKEN_CPU = 0.0001
 # What a local Ray needs to stay on 127.0.0.1 and keep to itself.
 LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 # Settings of the launching process every node gets too.
@@ -156,6 +159,29 @@ def stop_signals_raise() -> Iterator[List[str]]:
             signal.signal(signum, handler)
 
 
+def spread_strategy(cluster_nodes: List[Dict[str, Any]], options: Dict[str, Any],
+                    index: int) -> Optional[NodeAffinitySchedulingStrategy]:
+    """Where the `index`-th node of a group goes: the cluster nodes able to host it, in turn.
+
+    Ray's "SPREAD" strategy is best effort (three executors asking for no
+    resources, ours by default, often all landed on one node); so the group's
+    nodes are dealt over the alive cluster nodes having every resource they
+    ask for, in node ID order. The affinity is soft: a node that cannot take the actor (or, at
+    a restart, has gone) lets Ray place it elsewhere. None when no cluster
+    node has the resources (the launch then reports the node as unplaced).
+    """
+    asked = dict(options.get("resources", {}))
+    for resource, option in BUILT_IN_RESOURCES.items():
+        if options.get(option):
+            asked[resource] = options[option]
+    able = sorted(node["NodeID"] for node in cluster_nodes if node.get("Alive") and all(
+        node.get("Resources", {}).get(resource, 0) >= amount
+        for resource, amount in asked.items()))
+    if not able:
+        return None
+    return NodeAffinitySchedulingStrategy(node_id=able[index % len(able)], soft=True)
+
+
 class _Launch:
     """The actors of one launch, watched until the program stops."""
 
@@ -185,10 +211,21 @@ class _Launch:
         group_sizes: Dict[str, int] = {}
         for spec in self._specs.values():
             group_sizes[spec.group] = group_sizes.get(spec.group, 0) + 1
+        placed_in_group: Dict[str, int] = {}
+        cluster_nodes = ray.nodes()
         for name, spec in self._specs.items():
             options = self._config.actor_options(spec.group)
-            if group_sizes[spec.group] > 1:
-                options["scheduling_strategy"] = "SPREAD"  # e.g. executors over the nodes
+            if group_sizes[spec.group] > 1:  # e.g. executors, dealt over the nodes in turn
+                index = placed_in_group.get(spec.group, 0)
+                placed_in_group[spec.group] = index + 1
+                strategy = spread_strategy(cluster_nodes, options, index)
+                if strategy is not None:
+                    options["scheduling_strategy"] = strategy
+                    if not any(options.get(option) for option in BUILT_IN_RESOURCES.values()) \
+                            and not options.get("resources"):
+                        # Ray places an actor asking for nothing on a random node, whatever
+                        # its strategy: asking for a token of CPU makes it keep to it.
+                        options["num_cpus"] = PLACEMENT_TOKEN_CPU
             self._actors[name] = actor_class.options(
                 name=name, namespace=self._namespace, max_concurrency=MAX_CONCURRENCY,
                 max_restarts=-1, max_task_retries=0, **options,
