@@ -109,3 +109,57 @@ def test_executors_that_ask_get_the_global_state_after_every_reset_and_step():
     np.testing.assert_array_equal(executor.states[0], [1, 0, 0])
     assert executor.states[1][0] == 0 and executor.states[1].sum() == 1
     np.testing.assert_array_equal(executor.states[2], [0, 0, 0])
+
+
+class WritingExecutor(RandomLegalExecutor):
+    """Writes every step to replay with a stop-aware writer made in the loop's thread."""
+
+    def __init__(self, client):
+        super().__init__()
+        self._client = client
+        self.writer = None
+
+    def observe_first(self, timestep):
+        if self.writer is None:
+            self.writer = self._client.trajectory_writer(num_keep_alive_refs=1)
+
+    def observe(self, actions, next_timestep):
+        self.writer.append({"step": np.float32(0)})
+        self.writer.create_item("queue", 1.0, {"step": self.writer.history["step"][-1:]})
+        self.writer.flush()
+
+
+def test_a_loop_ending_at_the_stop_closes_the_writers_it_made_so_replay_stops_at_once():
+    """A writer left open keeps a stream the server's stop waits 5 s for, at every launch's end."""
+    import threading
+    import time
+
+    from acme.utils import counting
+    import reverb
+
+    from mava_systems.components.counting import ExecutorCounter
+    from mava_systems.components.replay import StopAwareClient
+
+    server = reverb.Server([reverb.Table.queue("queue", 10_000)])
+    stop = threading.Event()
+    client = StopAwareClient(reverb.Client(f"localhost:{server.port}"), stop)
+    executor = WritingExecutor(client)
+    counter = counting.Counter()
+    loop = EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=0),
+                           executor, ExecutorCounter(counter, executor_id=0, time_delta=0.0),
+                           stop_event=stop, step_limit=30)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    deadline = time.time() + 30
+    while counter.get_counts().get("executor_steps", 0) < 30 and time.time() < deadline:
+        time.sleep(0.01)
+    # The loop waits for the stop at its step limit, its writer idle and open.
+    other_threads_writer = client.trajectory_writer(num_keep_alive_refs=1)
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert reverb.Client(f"localhost:{server.port}").server_info()["queue"].current_size == 30
+    other_threads_writer.close()  # The loop closed its own writers only.
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 2.5  # Not the 5 s an open stream costs.

@@ -71,7 +71,7 @@ class VariableCache:
     def run(self) -> None:
         """The node's main loop: background refreshes until the program stops."""
         self.refresh_until(lp.stop_event())
-        keep_serving_after_stop()
+        keep_serving_after_stop(time.monotonic())
 
     def _cached_call(self, method: str, args: Tuple[Any, ...]) -> Any:
         key = (method, args)

@@ -1,5 +1,6 @@
 """The program's central counter, checkpointed with the run."""
 
+import time
 from typing import Dict, Mapping, Optional
 
 import launchpad as lp
@@ -27,9 +28,10 @@ class CheckpointedCounter(counting.Counter):
         while not lp.wait_for_stop(1.0):
             if self._checkpointing is not None:
                 self._checkpointing.save()
+        stopped_at = time.monotonic()
         if self._checkpointing is not None:
             self._checkpointing.save(force=True)
-        keep_serving_after_stop()
+        keep_serving_after_stop(stopped_at)
 
 
 # Every count a program keeps; logged rows carry all of them so CSV columns are fixed from row one.

@@ -11,6 +11,7 @@ import numpy as np
 
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import ProgramStopping, program_stop_event, run_watched
+from mava_systems.components.replay import close_this_threads_writers
 from wrappers import MultiAgentEnvironment
 
 
@@ -162,6 +163,9 @@ class EnvironmentLoop:
                 played += 1
         except ProgramStopping:
             pass
+        finally:
+            if self._stop_event.is_set():
+                close_this_threads_writers()
 
     def _call_environment(self, method: str, *args: Any) -> dm_env.TimeStep:
         try:

@@ -47,9 +47,13 @@ def program_stop_event() -> threading.Event:
         return threading.Event()
 
 
-def keep_serving_after_stop() -> None:
-    """Called by serving nodes at the end of `run()`: lets clients finish their last calls."""
-    time.sleep(STOP_GRACE_S)
+def keep_serving_after_stop(stopped_at: float) -> None:
+    """Called by serving nodes at the end of `run()`: lets clients finish their last calls.
+
+    Serves until `STOP_GRACE_S` after `stopped_at` (a `time.monotonic()` taken
+    when the node saw the stop), so that saving at the stop eats into the grace.
+    """
+    time.sleep(max(0.0, STOP_GRACE_S - (time.monotonic() - stopped_at)))
 
 
 def _in_daemon_thread(function: Callable[[], Any], name: str) -> Any:

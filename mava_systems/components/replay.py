@@ -4,10 +4,13 @@ A Reverb insert blocked by the rate limiter, or a sample waiting for data,
 never returns by itself, and stopping the server under them can hang too. So
 every blocking replay call here waits in short slices and raises
 `ProgramStopping` once the program's stop event is set; writers close their
-streams when they see it.
+streams when they see it, and a loop that ends at the stop closes the ones it
+left idle (`close_this_threads_writers`): a server stops at once when no
+stream is open, but waits 5 s for each one that is.
 """
 
 import threading
+import weakref
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import reverb
@@ -18,6 +21,9 @@ from mava_systems.components.lifecycle import ProgramStopping, program_stop_even
 POLL_INTERVAL_MS = 1000
 
 T = TypeVar("T")
+
+# The writers made in each thread (by the loop that writes with them), to close at its end.
+_threads_writers = threading.local()
 
 
 class _StopAwareWriter:
@@ -78,7 +84,23 @@ class StopAwareClient:
         self._stop_event = stop_event or program_stop_event()
 
     def trajectory_writer(self, *args, **kwargs) -> _StopAwareWriter:
-        return _StopAwareWriter(self._client.trajectory_writer(*args, **kwargs), self._stop_event)
+        writer = _StopAwareWriter(self._client.trajectory_writer(*args, **kwargs),
+                                  self._stop_event)
+        if not hasattr(_threads_writers, "writers"):
+            _threads_writers.writers = weakref.WeakSet()
+        _threads_writers.writers.add(writer)
+        return writer
+
+
+def close_this_threads_writers() -> None:
+    """Closes every stop-aware writer made in the calling thread (pending items are dropped).
+
+    For a loop ending at the program's stop: a writer it left idle (e.g.
+    waiting for the stop at the step limit) would keep its stream open, and
+    the replay server's stop then waits 5 s for it.
+    """
+    for writer in list(getattr(_threads_writers, "writers", ())):
+        writer.close()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

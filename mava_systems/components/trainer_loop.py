@@ -217,9 +217,10 @@ class TrainerLoop:
         try:
             run_watched(self._train_until_stopped, "trainer loop")
         finally:
+            stopped_at = time.monotonic()
             if self._checkpointing is not None:
                 self._checkpointing.save(force=True)
-        keep_serving_after_stop()
+        keep_serving_after_stop(stopped_at)
 
     def _train_until_stopped(self) -> None:
         try:
