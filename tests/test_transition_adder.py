@@ -143,3 +143,40 @@ def test_environment_extras_are_stored_at_both_ends_of_each_transition():
                                           states[min(start + 2, length)])
     finally:
         server.stop()
+
+
+class SlowToAnswerClient:
+    """A Reverb client whose first `failures` new writers time out, as a busy server's do."""
+
+    def __init__(self, failures, error="Deadline Exceeded"):
+        self.failures = failures
+        self.error = error
+        self.calls = 0
+
+    def trajectory_writer(self, num_keep_alive_refs):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise RuntimeError(self.error)
+        return object()
+
+
+def test_a_new_writer_waits_for_a_server_too_busy_to_answer_until_the_program_stops(monkeypatch):
+    import threading
+
+    from mava_systems.components import replay
+    from mava_systems.components.lifecycle import ProgramStopping
+
+    monkeypatch.setattr(replay, "POLL_INTERVAL_MS", 10)
+    stop = threading.Event()
+    # A server restoring a large checkpoint: an executor starting then used to die.
+    busy = SlowToAnswerClient(failures=2)
+    StopAwareClient(busy, stop).trajectory_writer(1)
+    assert busy.calls == 3
+    # Other errors are not retried.
+    with pytest.raises(RuntimeError, match="Table not found"):
+        StopAwareClient(SlowToAnswerClient(failures=1, error="Table not found"),
+                        stop).trajectory_writer(1)
+    # Still no answer when the program stops: the wait ends there.
+    stop.set()
+    with pytest.raises(ProgramStopping):
+        StopAwareClient(SlowToAnswerClient(failures=10 ** 9), stop).trajectory_writer(1)

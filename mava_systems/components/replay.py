@@ -13,6 +13,7 @@ import threading
 import weakref
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
+from absl import logging
 import reverb
 import tensorflow as tf
 
@@ -84,8 +85,22 @@ class StopAwareClient:
         self._stop_event = stop_event or program_stop_event()
 
     def trajectory_writer(self, *args, **kwargs) -> _StopAwareWriter:
-        writer = _StopAwareWriter(self._client.trajectory_writer(*args, **kwargs),
-                                  self._stop_event)
+        """A writer; waits (until the program stops) for a server too busy to answer, e.g. one
+        restoring a large checkpoint, whose table signatures do not come within 3 s."""
+        attempts = 0
+        while True:
+            try:
+                made = self._client.trajectory_writer(*args, **kwargs)
+                break
+            except RuntimeError as error:
+                if "Deadline Exceeded" not in str(error):
+                    raise
+                attempts += 1
+                logging.warning("Replay did not answer a new writer in time (attempt %d): %s; "
+                                "trying again", attempts, error)
+                if self._stop_event.wait(POLL_INTERVAL_MS / 1000):
+                    raise ProgramStopping() from error
+        writer = _StopAwareWriter(made, self._stop_event)
         if not hasattr(_threads_writers, "writers"):
             _threads_writers.writers = weakref.WeakSet()
         _threads_writers.writers.add(writer)
