@@ -118,3 +118,34 @@ def test_a_signal_during_start_up_ends_every_node_cleanly(tmp_path, launch_type,
     output = "".join(lines) + program_helpers.launch_log(os.path.join(run_dir, "output.log"), 0)
     assert process.returncode == 0, output[-3000:]
     assert_stopped_cleanly(output, run_dir)
+
+
+def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error():
+    """Under local_mp nothing else would: the other nodes would wait on the failed one forever."""
+    from launchpad import context as lp_context
+
+    from mava_systems.components.lifecycle import ProgramStopping, run_watched
+
+    stops = []
+    launch_context = lp_context.LaunchContext()
+    launch_context.initialize(lp_context.LaunchType.LOCAL_MULTI_PROCESSING, None,
+                              program_stopper=lambda: stops.append(True))
+    previous = getattr(lp_context._LAUNCH_CONTEXT, "lp_context", None)  # pylint: disable=protected-access
+    lp_context.set_context(launch_context)
+    try:
+        def failing_loop():
+            raise RuntimeError("Deadline Exceeded")
+
+        with pytest.raises(RuntimeError, match="Deadline Exceeded"):
+            run_watched(failing_loop, "environment loop")
+        assert stops == [True]
+
+        def stopping_loop():  # Ending because the program stops is no failure.
+            raise ProgramStopping()
+
+        with pytest.raises(ProgramStopping):
+            run_watched(stopping_loop, "environment loop")
+        assert run_watched(lambda: None, "environment loop")
+        assert stops == [True]
+    finally:
+        lp_context._LAUNCH_CONTEXT.lp_context = previous  # pylint: disable=protected-access

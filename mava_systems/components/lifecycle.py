@@ -106,8 +106,26 @@ def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AF
         _ABANDONED.append(name)
         return False
     if "error" in outcome:
-        raise outcome["error"]
+        error = outcome["error"]
+        if not isinstance(error, ProgramStopping) and not program_stop_event().is_set():
+            stop_program_after_failure(name, error)
+        raise error
     return True
+
+
+def stop_program_after_failure(name: str, error: BaseException) -> None:
+    """Stops the whole program because `name` failed with `error`.
+
+    Under `local_mp` Launchpad does not notice a node's process ending with an
+    error (it cannot read its exit status): the other nodes would wait on the
+    failed one forever (e.g. a trainer on an empty replay, the evaluator
+    evaluating the same policy) instead of the run ending with the error.
+    """
+    logging.error("%s failed (%s: %s); stopping the program", name, type(error).__name__, error)
+    try:
+        lp.stop()
+    except Exception as stop_error:  # pylint: disable=broad-except
+        logging.warning("could not stop the program after %s failed: %s", name, stop_error)
 
 
 def call_unless_stopped(function: Callable[[], T], name: str,
