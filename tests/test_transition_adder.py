@@ -170,8 +170,10 @@ def test_a_new_writer_waits_for_a_server_too_busy_to_answer_until_the_program_st
     stop = threading.Event()
     # A server restoring a large checkpoint: an executor starting then used to die.
     busy = SlowToAnswerClient(failures=2)
-    StopAwareClient(busy, stop).trajectory_writer(1)
+    client = StopAwareClient(busy, stop)
+    client.trajectory_writer(1)
     assert busy.calls == 3
+    assert client.calls == 3  # Everything else is the wrapped client's.
     # Other errors are not retried.
     with pytest.raises(RuntimeError, match="Table not found"):
         StopAwareClient(SlowToAnswerClient(failures=1, error="Table not found"),

@@ -106,6 +106,9 @@ class StopAwareClient:
         _threads_writers.writers.add(writer)
         return writer
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
 
 def close_this_threads_writers() -> None:
     """Closes every stop-aware writer made in the calling thread (pending items are dropped).
@@ -116,9 +119,6 @@ def close_this_threads_writers() -> None:
     """
     for writer in list(getattr(_threads_writers, "writers", ())):
         writer.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 class ReplayIterator:

@@ -159,6 +159,15 @@ def stop_signals_raise() -> Iterator[List[str]]:
             signal.signal(signum, handler)
 
 
+def asked_resources(options: Dict[str, Any]) -> Dict[str, float]:
+    """{Ray resource name: amount} that actor `options` ask for (zero amounts left out)."""
+    asked = dict(options.get("resources", {}))
+    for resource, option in BUILT_IN_RESOURCES.items():
+        if options.get(option):
+            asked[resource] = options[option]
+    return asked
+
+
 def spread_strategy(cluster_nodes: List[Dict[str, Any]], options: Dict[str, Any],
                     index: int) -> Optional[NodeAffinitySchedulingStrategy]:
     """Where the `index`-th node of a group goes: the cluster nodes able to host it, in turn.
@@ -166,14 +175,12 @@ def spread_strategy(cluster_nodes: List[Dict[str, Any]], options: Dict[str, Any]
     Ray's "SPREAD" strategy is best effort (three executors asking for no
     resources, ours by default, often all landed on one node); so the group's
     nodes are dealt over the alive cluster nodes having every resource they
-    ask for, in node ID order. The affinity is soft: a node that cannot take the actor (or, at
-    a restart, has gone) lets Ray place it elsewhere. None when no cluster
-    node has the resources (the launch then reports the node as unplaced).
+    ask for, in node ID order. The affinity is soft: a node that cannot take
+    the actor (or, at a restart, has gone) lets Ray place it elsewhere. None
+    when no cluster node has the resources (the launch then reports the node
+    as unplaced).
     """
-    asked = dict(options.get("resources", {}))
-    for resource, option in BUILT_IN_RESOURCES.items():
-        if options.get(option):
-            asked[resource] = options[option]
+    asked = asked_resources(options)
     able = sorted(node["NodeID"] for node in cluster_nodes if node.get("Alive") and all(
         node.get("Resources", {}).get(resource, 0) >= amount
         for resource, amount in asked.items()))
@@ -221,8 +228,7 @@ class _Launch:
                 strategy = spread_strategy(cluster_nodes, options, index)
                 if strategy is not None:
                     options["scheduling_strategy"] = strategy
-                    if not any(options.get(option) for option in BUILT_IN_RESOURCES.values()) \
-                            and not options.get("resources"):
+                    if not asked_resources(options):
                         # Ray places an actor asking for nothing on a random node, whatever
                         # its strategy: asking for a token of CPU makes it keep to it.
                         options["num_cpus"] = PLACEMENT_TOKEN_CPU
