@@ -16,7 +16,7 @@ import launchpad as lp
 import tensorflow as tf
 
 from mava_systems import console, ray_launch, run_summary
-from mava_systems.components.lifecycle import exit_if_loops_were_abandoned
+from mava_systems.components.lifecycle import StopsProgramIfBuildFails, exit_if_loops_were_abandoned
 from mava_systems.config import parse_json_object
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
@@ -231,9 +231,27 @@ def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None)
     kwargs: dict = {}
     if launch_type in ("local_mp", "test_mp"):
         kwargs["terminal"] = "current_terminal"
+        stop_program_if_a_node_fails_to_build(program)
     worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
     if worker_manager is not None:
         worker_manager.wait()
+
+
+def stop_program_if_a_node_fails_to_build(program: lp.Program) -> None:
+    """Makes each Courier node of `program` stop the program if its constructor raises.
+
+    For launches with a process per node (`local_mp`): Launchpad cannot read
+    such a process's exit status, so a node that failed to build (e.g. a
+    trainer whose checkpoint cannot be read) would leave the others waiting on
+    it forever. Threads (`local_mt`) and Ray see their nodes fail by themselves.
+    """
+    for group, nodes in program.groups.items():
+        for index, node in enumerate(nodes):
+            # pylint: disable=protected-access
+            if isinstance(node, lp.CourierNode) and not isinstance(
+                    node._constructor, StopsProgramIfBuildFails):
+                node._constructor = StopsProgramIfBuildFails(node._constructor,
+                                                             f"{group}/{index}")
 
 
 def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:

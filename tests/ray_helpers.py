@@ -82,3 +82,15 @@ class Broken:
         while not os.path.exists(ready_path) and time.time() < deadline:
             time.sleep(0.1)
         raise ValueError("broken on purpose")
+
+
+class BrokenLoop:
+    """Its loop fails, watched as every node's loop is (`lifecycle.run_watched`)."""
+
+    def run(self):
+        from mava_systems.components.lifecycle import run_watched  # pylint: disable=g-import-not-at-top
+
+        def loop():
+            raise ValueError("loop broken on purpose")
+
+        run_watched(loop, "broken loop")

@@ -224,3 +224,20 @@ def test_proxies_reach_nodes_and_a_node_failing_too_often_stops_the_run(tmp_path
     assert record["restarts"]["broken/0"] >= 1 and record["restarts"]["caller/0"] == 0
     assert_no_new_ray_processes(before)
     assert not any(psutil.pid_exists(pid) for pid in node_pids(record))
+
+
+def test_a_node_whose_loop_fails_is_restarted_not_the_program_stopped(tmp_path):
+    """Under local_mp a failing loop stops the program (nothing would notice it otherwise);
+    Ray restarts the node instead, until it has failed more than `max_restarts` allows."""
+    program = lp.Program("small")
+    with program.group("doubler"):
+        program.add_node(lp.CourierNode(ray_helpers.Doubler))
+    with program.group("broken"):
+        program.add_node(lp.CourierNode(ray_helpers.BrokenLoop))
+    with pytest.raises(RayLaunchError, match=(
+            r"node broken/0 died or failed [2-9]\d* time\(s\), more than "
+            r"--ray_max_restarts=1 allows; its last failure: ValueError: loop broken on purpose")):
+        ray_launch.launch(program, RayLaunchConfig(max_restarts=1, num_cpus=2),
+                          record_dir=str(tmp_path))
+    record = read_record(str(tmp_path))
+    assert record["restarts"]["broken/0"] >= 1

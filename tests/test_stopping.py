@@ -9,6 +9,7 @@ import glob
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -149,3 +150,51 @@ def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error():
         assert stops == [True]
     finally:
         lp_context._LAUNCH_CONTEXT.lp_context = previous  # pylint: disable=protected-access
+
+
+NODE_FAILING_TO_BUILD = """
+from absl import app
+import launchpad as lp
+
+from mava_systems import launch
+
+
+class Waiter:
+    def run(self):
+        lp.wait_for_stop()
+
+
+class BrokenInConstructor:
+    def __init__(self):
+        raise ValueError("broken on purpose")
+
+
+def main(_):
+    program = lp.Program("failing")
+    with program.group("waiter"):
+        program.add_node(lp.CourierNode(Waiter))
+    with program.group("broken"):
+        program.add_node(lp.CourierNode(BrokenInConstructor))
+    launch.launch(program, "local_mp")
+    print("launch returned", flush=True)
+
+
+app.run(main)
+"""
+
+
+def test_a_node_failing_to_build_under_local_mp_stops_the_whole_program():
+    """Launchpad cannot read a local_mp node's exit status: without the stop, the waiter
+    would wait forever."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", NODE_FAILING_TO_BUILD], cwd=ROOT, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = process.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"the program did not stop after a node failed to build:\n{output[-3000:]}")
+    assert "broken/0 (while being built) failed (ValueError: broken on purpose); " \
+           "stopping the program" in output, output[-3000:]
+    assert "launch returned" in output, output[-3000:]

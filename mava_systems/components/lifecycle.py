@@ -33,6 +33,9 @@ _ABANDONED: list = []
 # leaves time for the final checkpoint and STOP_GRACE_S of serving in between.
 ABANDON_AFTER_S = 5.0
 T = TypeVar("T")
+# Whether the launcher that started this process restarts a node that fails (see
+# `failed_nodes_are_restarted`), so that a failure must not stop the program.
+_FAILED_NODES_RESTART = False
 
 
 class ProgramStopping(Exception):
@@ -113,19 +116,49 @@ def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AF
     return True
 
 
+def failed_nodes_are_restarted() -> None:
+    """Says that this process's launcher restarts its node when it fails (the Ray launcher
+    does): a failure then ends the node only, and `stop_program_after_failure` does nothing."""
+    global _FAILED_NODES_RESTART
+    _FAILED_NODES_RESTART = True
+
+
 def stop_program_after_failure(name: str, error: BaseException) -> None:
-    """Stops the whole program because `name` failed with `error`.
+    """Stops the whole program because `name` failed with `error` (unless the launcher
+    restarts failed nodes: see `failed_nodes_are_restarted`).
 
     Under `local_mp` Launchpad does not notice a node's process ending with an
     error (it cannot read its exit status): the other nodes would wait on the
     failed one forever (e.g. a trainer on an empty replay, the evaluator
     evaluating the same policy) instead of the run ending with the error.
     """
+    if _FAILED_NODES_RESTART:
+        logging.error("%s failed (%s: %s); the launcher restarts its node", name,
+                      type(error).__name__, error)
+        return
     logging.error("%s failed (%s: %s); stopping the program", name, type(error).__name__, error)
     try:
         lp.stop()
     except Exception as stop_error:  # pylint: disable=broad-except
         logging.warning("could not stop the program after %s failed: %s", name, stop_error)
+
+
+class StopsProgramIfBuildFails:
+    """A node's constructor that stops the whole program if it raises (while the program is
+    not stopping), then raises: under `local_mp` the node's process would otherwise end
+    unseen, and the nodes waiting on it would wait forever."""
+
+    def __init__(self, constructor: Callable[..., Any], name: str):
+        self.constructor = constructor
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.constructor(*args, **kwargs)
+        except Exception as error:  # pylint: disable=broad-except
+            if not isinstance(error, ProgramStopping) and not program_stop_event().is_set():
+                stop_program_after_failure(f"{self.name} (while being built)", error)
+            raise
 
 
 def call_unless_stopped(function: Callable[[], T], name: str,

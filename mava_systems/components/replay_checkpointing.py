@@ -21,6 +21,7 @@ from launchpad import address as lp_address
 import reverb
 
 from mava_systems.components.checkpointing import SAVES_LOG
+from mava_systems.components.lifecycle import stop_program_after_failure
 from mava_systems.components.replay import POLL_INTERVAL_MS
 
 REPLAY_NODE = "replay"
@@ -172,7 +173,12 @@ class ReplayNode(lp.ReverbNode):
 
     def run(self) -> None:
         port = lp_address.get_port_from_address(self._address.resolve())
-        self._server, _ = start_restored_server(self._priority_tables_fn, self._run_dir, port)
+        try:
+            self._server, _ = start_restored_server(self._priority_tables_fn, self._run_dir, port)
+        except Exception as error:  # pylint: disable=broad-except
+            # Under local_mp nothing else would end the program: see `stop_program_after_failure`.
+            stop_program_after_failure("replay (while starting)", error)
+            raise
         lp.wait_for_stop()
         stopped_at = time.monotonic()
         save_replay(self._server, self._run_dir)

@@ -14,6 +14,7 @@ from launchpad import address as lp_address
 import ray
 
 # Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
+from mava_systems.components.lifecycle import failed_nodes_are_restarted
 from mava_systems.ray_launch import flags as ray_flags  # noqa: F401
 from mava_systems.ray_launch.runtime import NodeRuntime
 
@@ -118,6 +119,7 @@ class NodeActor:
 
     def __init__(self, spec: NodeSpec, namespace: str, argv: Sequence[str]):
         _parse_flags(argv)
+        failed_nodes_are_restarted()  # A failure restarts this actor; the program goes on.
         self._spec = spec
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=namespace)
         self._runtime = NodeRuntime(stop_program=self._request_stop)
