@@ -1,5 +1,6 @@
 """Launch helpers shared by the examples: common flags, config flags, launching, the run summary."""
 
+import contextlib
 import dataclasses
 import datetime
 import faulthandler
@@ -7,16 +8,18 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 import time
 import typing
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar
 
 from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
 from mava_systems import console, ray_launch, run_summary
-from mava_systems.components.lifecycle import StopsProgramIfBuildFails, exit_if_loops_were_abandoned
+from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, StopsProgramIfBuildFails,
+                                               exit_if_loops_were_abandoned)
 from mava_systems.config import parse_json_object
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
@@ -214,6 +217,32 @@ def configure_tensorflow_threads(threads: int = DEFAULT_TF_THREADS) -> None:
                         "their size (only child processes get %d threads)", threads)
 
 
+class NodeFailure(RuntimeError):
+    """The program stopped because one of its nodes failed (the message says which, and how)."""
+
+
+@contextlib.contextmanager
+def recording_node_failures() -> Iterator[List[str]]:
+    """Collects, in the list it yields (filled at exit), what nodes that stopped the program
+    because they failed reported (see `lifecycle.stop_program_after_failure`): node processes
+    inherit the file's name from the environment."""
+    handle, path = tempfile.mkstemp(prefix="mava_systems_node_failures_", suffix=".txt")
+    os.close(handle)
+    previous = os.environ.get(NODE_FAILURES_FILE_ENV)
+    os.environ[NODE_FAILURES_FILE_ENV] = path
+    failures: List[str] = []
+    try:
+        yield failures
+    finally:
+        if previous is None:
+            os.environ.pop(NODE_FAILURES_FILE_ENV, None)
+        else:
+            os.environ[NODE_FAILURES_FILE_ENV] = previous
+        with open(path) as failures_file:
+            failures.extend(line.strip() for line in failures_file if line.strip())
+        os.remove(path)
+
+
 def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None) -> None:
     """Launches `program` and blocks until every node has finished.
 
@@ -221,7 +250,17 @@ def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None)
     `--lp_termination_notice_secs` says otherwise) before Launchpad kills them.
     `launch_type="ray"` runs it on Ray (see `mava_systems.ray_launch`; the
     `--ray_*` flags), recording where its nodes ran in `run_dir`.
+
+    Raises:
+      NodeFailure: if the program stopped because a node failed (once every node has ended).
     """
+    with recording_node_failures() as failures:
+        _launch(program, launch_type, run_dir)
+    if failures:
+        raise NodeFailure("; ".join(failures))
+
+
+def _launch(program: lp.Program, launch_type: str, run_dir: Optional[str]) -> None:
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
     if launch_type == ray_launch.LAUNCH_TYPE:
@@ -317,13 +356,22 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
         snapshot = read_snapshot(system.run_dir)
         steps_at_start = snapshot.executor_steps if snapshot else 0
     start = time.monotonic()
+    failure: Optional[NodeFailure] = None
     with watching_log(log_file, console.launch_offset(), console.report_error), \
             reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s,
                                stream=console.terminal()):
-        launch(system.build(), launch_type, system.run_dir)
+        try:
+            launch(system.build(), launch_type, system.run_dir)
+        except NodeFailure as error:  # Everything was saved: summarise, then exit with it.
+            failure = error
     console.say([run_summary.summarize(system, steps_at_start, time.monotonic() - start,
                                        sys.argv, log_file)])
-    exit_if_loops_were_abandoned()  # local_mt: a node loop given up at the stop.
+    if failure is not None:
+        console.report_error(f"error: the run stopped because a node failed: {failure}")
+    exit_code = 0 if failure is None else 1
+    exit_if_loops_were_abandoned(exit_code)  # local_mt: a node loop given up at the stop.
+    if failure is not None:
+        sys.exit(exit_code)
 
 
 def run(system: Any, launch_type: Optional[str] = None, start_fresh: Optional[bool] = None,

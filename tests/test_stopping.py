@@ -121,11 +121,16 @@ def test_a_signal_during_start_up_ends_every_node_cleanly(tmp_path, launch_type,
     assert_stopped_cleanly(output, run_dir)
 
 
-def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error():
-    """Under local_mp nothing else would: the other nodes would wait on the failed one forever."""
+def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error(monkeypatch, tmp_path):
+    """Under local_mp nothing else would: the other nodes would wait on the failed one forever.
+    The launching process learns of the failure from the file it named."""
     from launchpad import context as lp_context
 
-    from mava_systems.components.lifecycle import ProgramStopping, run_watched
+    from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, ProgramStopping,
+                                                   run_watched)
+
+    failures_path = tmp_path / "failures.txt"
+    monkeypatch.setenv(NODE_FAILURES_FILE_ENV, str(failures_path))
 
     stops = []
     launch_context = lp_context.LaunchContext()
@@ -148,6 +153,8 @@ def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error():
             run_watched(stopping_loop, "environment loop")
         assert run_watched(lambda: None, "environment loop")
         assert stops == [True]
+        assert failures_path.read_text() == (
+            "environment loop failed: RuntimeError: Deadline Exceeded\n")
     finally:
         lp_context._LAUNCH_CONTEXT.lp_context = previous  # pylint: disable=protected-access
 
@@ -175,17 +182,19 @@ def main(_):
         program.add_node(lp.CourierNode(Waiter))
     with program.group("broken"):
         program.add_node(lp.CourierNode(BrokenInConstructor))
-    launch.launch(program, "local_mp")
-    print("launch returned", flush=True)
+    try:
+        launch.launch(program, "local_mp")
+    except launch.NodeFailure as failure:
+        print(f"NodeFailure: {failure}", flush=True)
 
 
 app.run(main)
 """
 
 
-def test_a_node_failing_to_build_under_local_mp_stops_the_whole_program():
+def test_a_node_failing_to_build_under_local_mp_stops_the_whole_program_and_is_reported():
     """Launchpad cannot read a local_mp node's exit status: without the stop, the waiter
-    would wait forever."""
+    would wait forever, and the launch would end as if all went well."""
     process = subprocess.Popen(
         [sys.executable, "-c", NODE_FAILING_TO_BUILD], cwd=ROOT, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -197,4 +206,5 @@ def test_a_node_failing_to_build_under_local_mp_stops_the_whole_program():
         pytest.fail(f"the program did not stop after a node failed to build:\n{output[-3000:]}")
     assert "broken/0 (while being built) failed (ValueError: broken on purpose); " \
            "stopping the program" in output, output[-3000:]
-    assert "launch returned" in output, output[-3000:]
+    assert ("NodeFailure: broken/0 (while being built) failed: ValueError: broken on purpose"
+            in output), output[-3000:]

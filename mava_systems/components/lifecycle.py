@@ -36,6 +36,9 @@ T = TypeVar("T")
 # Whether the launcher that started this process restarts a node that fails (see
 # `failed_nodes_are_restarted`), so that a failure must not stop the program.
 _FAILED_NODES_RESTART = False
+# The environment variable naming the file where nodes that stop the program because they
+# failed say so, one line each (set by the launching process: see `launch.launch`).
+NODE_FAILURES_FILE_ENV = "MAVA_SYSTEMS_NODE_FAILURES_FILE"
 
 
 class ProgramStopping(Exception):
@@ -137,10 +140,23 @@ def stop_program_after_failure(name: str, error: BaseException) -> None:
                       type(error).__name__, error)
         return
     logging.error("%s failed (%s: %s); stopping the program", name, type(error).__name__, error)
+    record_node_failure(f"{name} failed: {type(error).__name__}: {error}")
     try:
         lp.stop()
     except Exception as stop_error:  # pylint: disable=broad-except
         logging.warning("could not stop the program after %s failed: %s", name, stop_error)
+
+
+def record_node_failure(text: str) -> None:
+    """Adds `text` to the launching process's node failures file (if it asked for one)."""
+    path = os.environ.get(NODE_FAILURES_FILE_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "a") as failures_file:
+            failures_file.write(" ".join(text.split()) + "\n")
+    except OSError as write_error:
+        logging.warning("could not record the failure in %s: %s", path, write_error)
 
 
 class StopsProgramIfBuildFails:
@@ -173,8 +189,8 @@ def call_unless_stopped(function: Callable[[], T], name: str,
     return outcome.get("result", default)
 
 
-def exit_if_loops_were_abandoned() -> None:
-    """Ends the process now (status 0) if `run_watched` gave up a loop in it.
+def exit_if_loops_were_abandoned(exit_code: int = 0) -> None:
+    """Ends the process now (with `exit_code`) if `run_watched` gave up a loop in it.
 
     A given-up loop stays blocked inside a Reverb or gRPC call; tearing the
     interpreter down around it can abort the process ("terminate called without
@@ -185,4 +201,4 @@ def exit_if_loops_were_abandoned() -> None:
                         ", ".join(_ABANDONED))
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)  # pylint: disable=protected-access
+        os._exit(exit_code)  # pylint: disable=protected-access
