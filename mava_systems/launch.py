@@ -365,7 +365,8 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
         except NodeFailure as error:  # Everything was saved: summarise, then exit with it.
             failure = error
     console.say([run_summary.summarize(system, steps_at_start, time.monotonic() - start,
-                                       sys.argv, log_file)])
+                                       sys.argv, log_file,
+                                       None if failure is None else str(failure))])
     if failure is not None:
         console.report_error(f"error: the run stopped because a node failed: {failure}")
     exit_code = 0 if failure is None else 1

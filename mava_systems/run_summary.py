@@ -85,12 +85,15 @@ def _round_line(label: str, value: float, steps: int) -> str:
 def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: float,
                    argv: Sequence[str], log_file: Optional[str],
                    baseline: Optional[BaselineReturn],
-                   rounds: Sequence[EvaluationRound], evaluable: bool = True) -> str:
-    """The summary's text (see the module docstring)."""
+                   rounds: Sequence[EvaluationRound], evaluable: bool = True,
+                   failure: Optional[str] = None) -> str:
+    """The summary's text (see the module docstring); `failure` says why the launch stopped
+    early, if a node failed."""
     run_dir = display_path(system.run_dir)
     steps = steps_at_end - steps_at_start
     rate = steps / wall_s if wall_s > 0 else 0.0
-    lines = [f"Finished. {steps_at_end:,} executor steps ({steps:,} in this launch) in "
+    ending = "Finished." if failure is None else f"Stopped because a node failed ({failure})."
+    lines = [f"{ending} {steps_at_end:,} executor steps ({steps:,} in this launch) in "
              f"{format_duration(wall_s)}, {rate:,.1f} steps/s."]
     episodes = getattr(system.config, "evaluation_episodes", None)
     per_round = f" ({episodes} greedy episodes per round)" if episodes else ""
@@ -137,7 +140,7 @@ def is_evaluable(system: Any) -> bool:
 
 
 def summarize(system: Any, steps_at_start: int, wall_s: float, argv: Sequence[str],
-              log_file: Optional[str]) -> str:
+              log_file: Optional[str], failure: Optional[str] = None) -> str:
     """The summary of a launch of `system` that just ended (see `format_summary`)."""
     rounds = evaluation_rounds(system.run_dir)
     snapshot = read_snapshot(system.run_dir)
@@ -146,4 +149,4 @@ def summarize(system: Any, steps_at_start: int, wall_s: float, argv: Sequence[st
     seed = getattr(system.config, "seed", 0)
     baseline = random_baseline(system.run_dir, system.environment_factory, seed)
     return format_summary(system, steps_at_start, steps_at_end, wall_s, argv, log_file,
-                          baseline, rounds, is_evaluable(system))
+                          baseline, rounds, is_evaluable(system), failure)

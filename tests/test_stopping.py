@@ -159,52 +159,54 @@ def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error(monkeypa
         lp_context._LAUNCH_CONTEXT.lp_context = previous  # pylint: disable=protected-access
 
 
-NODE_FAILING_TO_BUILD = """
+EXECUTOR_FAILING_TO_BUILD = """
+import sys
+
+from mava_systems import console
+
+console.quiet_terminal()
+
 from absl import app
-import launchpad as lp
 
-from mava_systems import launch
-
-
-class Waiter:
-    def run(self):
-        lp.wait_for_stop()
+from mava_systems import launch, madqn
+import wrappers
 
 
-class BrokenInConstructor:
-    def __init__(self):
-        raise ValueError("broken on purpose")
+class BrokenExecutorMADQN(madqn.MADQN):
+    def executor(self, *args, **kwargs):
+        raise ValueError("executor broken on purpose")
 
 
 def main(_):
-    program = lp.Program("failing")
-    with program.group("waiter"):
-        program.add_node(lp.CourierNode(Waiter))
-    with program.group("broken"):
-        program.add_node(lp.CourierNode(BrokenInConstructor))
-    try:
-        launch.launch(program, "local_mp")
-    except launch.NodeFailure as failure:
-        print(f"NodeFailure: {failure}", flush=True)
+    system = BrokenExecutorMADQN(
+        environment_factory=wrappers.make_environment_factory("debug/line_world_v0"),
+        num_executors=1, max_executor_steps=2000, run_dir=sys.argv[1],
+        config=madqn.MADQNConfig(min_replay_size=100, batch_size=32))
+    launch.run(system, "local_mp", start_fresh=True, progress_interval_s=0)
 
 
 app.run(main)
 """
 
 
-def test_a_node_failing_to_build_under_local_mp_stops_the_whole_program_and_is_reported():
-    """Launchpad cannot read a local_mp node's exit status: without the stop, the waiter
-    would wait forever, and the launch would end as if all went well."""
+def test_a_node_failing_to_build_under_local_mp_stops_the_program_which_exits_with_its_error(
+        tmp_path):
+    """Launchpad cannot read a local_mp node's exit status: without the stop, the other nodes
+    would wait on the executor forever, and a run that failed would exit 0."""
+    run_dir = str(tmp_path / "run")
     process = subprocess.Popen(
-        [sys.executable, "-c", NODE_FAILING_TO_BUILD], cwd=ROOT, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [sys.executable, "-c", EXECUTOR_FAILING_TO_BUILD, run_dir], cwd=ROOT,
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        output, _ = process.communicate(timeout=180)
+        output, _ = process.communicate(timeout=240)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         pytest.fail(f"the program did not stop after a node failed to build:\n{output[-3000:]}")
-    assert "broken/0 (while being built) failed (ValueError: broken on purpose); " \
-           "stopping the program" in output, output[-3000:]
-    assert ("NodeFailure: broken/0 (while being built) failed: ValueError: broken on purpose"
-            in output), output[-3000:]
+    failure = "executor/0 (while being built) failed: ValueError: executor broken on purpose"
+    assert process.returncode == 1, output[-3000:]
+    assert f"Stopped because a node failed ({failure})." in output, output[-3000:]
+    assert f"error: the run stopped because a node failed: {failure}" in output, output[-3000:]
+    # What the other nodes had was saved as at any stop.
+    for node in ("trainer", "counter"):
+        assert glob.glob(os.path.join(run_dir, "checkpoints", node, "ckpt-*.index")), node
