@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import os
 import threading
+import time
 from typing import Any, Dict, List
 
 from acme.utils import counting
@@ -546,3 +547,70 @@ def test_every_systems_trainer_takes_the_configs_steps_per_call(tmp_path, system
     trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()),
                                           checkpoint=False)
     assert trainer.steps_per_call == 2
+
+
+class SlowlyBuiltTrainer(TrainerLoop):
+    """A trainer whose first step, while traced, makes a variable and takes `build_s` more
+    (as an optimizer making its slots does, on a busy machine)."""
+
+    def __init__(self, dataset: Any, build_s: float, make_checkpointing: Any):
+        self._state = {"num_steps": tf.Variable(0, dtype=tf.int64)}
+        self.tracing = threading.Event()
+        self.traced_at = None
+        self._build_s = build_s
+        self._slot = None
+        super().__init__(dataset, make_checkpointing=make_checkpointing)
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        return self._state
+
+    @tf.function
+    def train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
+        if self._slot is None:  # Python, run while traced.
+            self.tracing.set()
+            self._slot = tf.Variable(0.0)
+            time.sleep(self._build_s)
+            self.traced_at = time.monotonic()
+        self._slot.assign_add(1.0)
+        return {"loss": self._slot.read_value() + 0.0 * tf.reduce_sum(
+            tf.cast(sample.info.key, tf.float32)), "num_steps": self.count_step(after=self._slot)}
+
+
+class RecordingCheckpointing:
+    """Records when it was asked to save."""
+
+    def __init__(self):
+        self.saved_at: List[float] = []
+
+    def save(self, force: bool = False) -> None:
+        self.saved_at.append(time.monotonic())
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["replay_iterator", "plain_iterator"])
+def test_the_checkpoint_at_the_stop_waits_for_a_first_step_being_built(ctx, compiled):
+    """Else it could save the step's new variables without their values (a run stopped while
+    its trainer traced its first step could not be resumed: 'Key ... not found in checkpoint')."""
+    samples = [next(ctx["dataset"]) for _ in range(2)]
+    checkpointing = RecordingCheckpointing()
+    trainer = SlowlyBuiltTrainer(fixed_batches(samples) if compiled else iter(samples),
+                                 build_s=1.5, make_checkpointing=lambda state: checkpointing)
+    errors = []
+
+    def step():
+        try:
+            trainer.sample_and_train()
+        except Exception as error:  # pylint: disable=broad-except
+            errors.append(error)
+            trainer.tracing.set()
+
+    stepping = threading.Thread(target=step, daemon=True)
+    stepping.start()
+    assert trainer.tracing.wait(60) and not errors, errors
+    trainer.save_at_stop()
+    stepping.join(60)
+    assert not errors, errors
+    assert trainer.traced_at is not None and len(checkpointing.saved_at) == 1
+    assert checkpointing.saved_at[0] >= trainer.traced_at
+    trainer.save_at_stop()  # Once built, nothing is waited for.
+    assert len(checkpointing.saved_at) == 2

@@ -1,8 +1,11 @@
 """What every trainer node does around its gradient step: sample, count, log, checkpoint, stop."""
 
+import contextlib
+import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
+from absl import logging
 from acme.utils import counting, loggers
 import reverb
 import tensorflow as tf
@@ -14,6 +17,10 @@ from mava_systems.components.replay import ReplayIterator
 
 # The fetch holding each sampled item's new replay priority (prioritised replay).
 PRIORITIES = "priorities"
+# Seconds the checkpoint at the stop waits for a first step still being built (traced). Its
+# variables (e.g. Adam's slots) are made while it is traced: a checkpoint taken meanwhile can
+# hold some without their values, and the run could not be resumed from it.
+BUILD_WAIT_S = 30.0
 
 
 def concatenate_steps(values: tf.Tensor) -> tf.Tensor:
@@ -56,6 +63,9 @@ class TrainerLoop:
         self._dataset = dataset
         self._unpack = unpack
         self._compiled_step: Optional[Callable[[Iterator[Any]], Any]] = None
+        # Held while the first step is built (see `BUILD_WAIT_S`); `_built` once it has been.
+        self._build_lock = threading.RLock()  # Re-entered: a compiled step traces `train_step`.
+        self._built = False
         self._counter = counter or counting.Counter()
         self._logger = logger or loggers.NoOpLogger()
         self._stop_event = program_stop_event()
@@ -168,8 +178,9 @@ class TrainerLoop:
         # per-call matching of the iterator's type (about 4% of a step). A remade
         # dataset of the same table has the same type.
         if self._compiled_step is None:
-            self._compiled_step = tf.function(self._sample_and_train_graph).get_concrete_function(
-                iterator)
+            with self._building():
+                self._compiled_step = tf.function(
+                    self._sample_and_train_graph).get_concrete_function(iterator)
             # Tracing takes seconds: a stop that came meanwhile may have ended replay already,
             # and a sample from a server that has gone never returns.
             if self._stop_event.is_set():
@@ -203,9 +214,35 @@ class TrainerLoop:
     def _train_and_count(self, sample: Any) -> Dict[str, tf.Tensor]:
         if self._unpack is not None:
             sample = sample._replace(data=self._unpack(sample.data))
-        fetches = dict(self.train_step(sample))
+        with self._building():  # Traced at its first call (outside a compiled step).
+            fetches = dict(self.train_step(sample))
         fetches["trainer_steps"] = self._num_steps_variable.read_value()
         return fetches
+
+    @contextlib.contextmanager
+    def _building(self) -> Iterator[None]:
+        """Holds the build lock around what may build the first step, until one is built."""
+        if self._built:
+            yield
+            return
+        with self._build_lock:
+            yield
+            self._built = True
+
+    def save_at_stop(self) -> None:
+        """Saves the final checkpoint, once no first step is being built (the variables it
+        makes would be saved half-made); if one still is after `BUILD_WAIT_S`, the last
+        checkpoint stands (a step not yet built has changed nothing)."""
+        if self._checkpointing is None:
+            return
+        if not self._build_lock.acquire(timeout=BUILD_WAIT_S):
+            logging.warning("trainer: no checkpoint at the stop: its first step was still being "
+                            "built after %.0f s (the last checkpoint stands)", BUILD_WAIT_S)
+            return
+        try:
+            self._checkpointing.save(force=True)
+        finally:
+            self._build_lock.release()
 
     def run(self) -> None:
         """Trains until the program stops, checkpointing periodically and at the end.
@@ -218,8 +255,7 @@ class TrainerLoop:
             run_watched(self._train_until_stopped, "trainer loop")
         finally:
             stopped_at = time.monotonic()
-            if self._checkpointing is not None:
-                self._checkpointing.save(force=True)
+            self.save_at_stop()
         keep_serving_after_stop(stopped_at)
 
     def _train_until_stopped(self) -> None:
