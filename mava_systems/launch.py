@@ -341,6 +341,8 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     `mava_systems.progress`) every `progress_interval_s` seconds (default:
     `--progress_interval_s` if defined, else 1 on a terminal and 30 otherwise; 0: none).
     `steps_at_start` is the step count the run resumes from (default: the newest in its logs).
+    If a node failed and stopped the program, the summary and the error are printed, and the
+    process exits with status 1 (`SystemExit`).
     """
     launch_type = launch_type or FLAGS.lp_launch_type
     log_file = console.attach_run_dir(
