@@ -112,10 +112,8 @@ def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AF
         _ABANDONED.append(name)
         return False
     if "error" in outcome:
-        error = outcome["error"]
-        if not isinstance(error, ProgramStopping) and not program_stop_event().is_set():
-            stop_program_after_failure(name, error)
-        raise error
+        stop_program_after_failure(name, outcome["error"])
+        raise outcome["error"]
     return True
 
 
@@ -127,14 +125,17 @@ def failed_nodes_are_restarted() -> None:
 
 
 def stop_program_after_failure(name: str, error: BaseException) -> None:
-    """Stops the whole program because `name` failed with `error` (unless the launcher
-    restarts failed nodes: see `failed_nodes_are_restarted`).
+    """Stops the whole program because `name` failed with `error`; nothing if `error` is the
+    stop itself (`ProgramStopping`), if the program is stopping already, or if the launcher
+    restarts failed nodes (see `failed_nodes_are_restarted`).
 
     Under `local_mp` Launchpad does not notice a node's process ending with an
     error (it cannot read its exit status): the other nodes would wait on the
     failed one forever (e.g. a trainer on an empty replay, the evaluator
     evaluating the same policy) instead of the run ending with the error.
     """
+    if isinstance(error, ProgramStopping) or program_stop_event().is_set():
+        return
     if _FAILED_NODES_RESTART:
         logging.error("%s failed (%s: %s); the launcher restarts its node", name,
                       type(error).__name__, error)
@@ -172,8 +173,7 @@ class StopsProgramIfBuildFails:
         try:
             return self.constructor(*args, **kwargs)
         except Exception as error:  # pylint: disable=broad-except
-            if not isinstance(error, ProgramStopping) and not program_stop_event().is_set():
-                stop_program_after_failure(f"{self.name} (while being built)", error)
+            stop_program_after_failure(f"{self.name} (while being built)", error)
             raise
 
 

@@ -13,8 +13,8 @@ from absl import flags, logging
 from launchpad import address as lp_address
 import ray
 
-# Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
 from mava_systems.components.lifecycle import failed_nodes_are_restarted
+# Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
 from mava_systems.ray_launch import flags as ray_flags  # noqa: F401
 from mava_systems.ray_launch.runtime import NodeRuntime
 
