@@ -249,14 +249,18 @@ def learn_reach(system, rounds, seed=0):
     return returns, trainer
 
 
-@pytest.mark.parametrize("system_class,critic", [(maddpg.MADDPG, "centralised"),
-                                                 (maddpg.MAD4PG, "state")])
-def test_learns_to_reach_the_goals(tmp_path, system_class, critic):
-    returns, trainer = learn_reach(reach_system(system_class, critic, str(tmp_path)), rounds=14)
+# MAD4PG's categorical critic leaves random play later than MADDPG's (after 4 to 8 rounds, not
+# 1 to 2; Reverb's sampling is not seeded), so it gets more rounds. Measured over 6 to 8 runs:
+# MADDPG's last three rounds averaged -1.21 to -1.58 after 14; MAD4PG's -0.70 to -1.01 after
+# 20 (after 14 they ranged to -2.39, which once failed CI).
+@pytest.mark.parametrize("system_class,critic,rounds", [(maddpg.MADDPG, "centralised", 14),
+                                                        (maddpg.MAD4PG, "state", 20)])
+def test_learns_to_reach_the_goals(tmp_path, system_class, critic, rounds):
+    returns, trainer = learn_reach(reach_system(system_class, critic, str(tmp_path)), rounds=rounds)
     # Random play returns about -5.5; straight to the goals about -0.36.
     assert returns[0] < -3.0, returns
     assert np.mean(returns[-3:]) > -2.0, returns
-    assert trainer.num_steps == 14 * 60
+    assert trainer.num_steps == rounds * 60
     # Polyak averaging: the targets lag their online networks, but follow them.
     state = trainer.state
     online, target = (state[f"{kind}/agent"].variables[-1].numpy()
