@@ -229,7 +229,7 @@ def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
     report_dir = str(tmp_path / "report")
     assert cli.main(["report", out, f"--out={report_dir}", "--reps=300", "--points=5"]) == 0
     for name in (report_lib.PROFILE_FIGURE, report_lib.SAMPLE_EFFICIENCY_FIGURE,
-                 report_lib.AGGREGATE_FIGURE):
+                 report_lib.AGGREGATE_FIGURE, report_lib.RETURNS_FIGURE):
         with open(os.path.join(report_dir, name), "rb") as figure:
             assert figure.read(8) == b"\x89PNG\r\n\x1a\n", name
     numbers = json.load(open(os.path.join(report_dir, report_lib.NUMBERS_FILE)))
@@ -246,14 +246,25 @@ def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
             + numbers["improvement"]["fast > madqn"][0]) == pytest.approx(1.0)
     assert numbers["random_scores"][ENV] < numbers["best_scores"][ENV]
     text = open(os.path.join(report_dir, report_lib.REPORT_FILE)).read()
-    for heading in ("## Final score per task", "## Aggregate over tasks",
-                    "## Probability of improvement", "![Performance profile]",
-                    "![Sample efficiency]", "![Aggregate IQM]"):
+    for heading in ("## Final score per task", "## Final score of every run",
+                    "## Aggregate over tasks", "## Probability of improvement",
+                    "![Performance profile]", "![Sample efficiency]", "![Aggregate IQM]",
+                    "![Returns per task]"):
         assert heading in text
     assert "| fast > madqn |" in text and "| madqn |" in text
     data = json.load(open(os.path.join(report_dir, results.MARL_EVAL_FILE)))
     check_marl_eval_layout(data)
     runs = data["debug"]["line_world_v0"]
+    # Every run's score is its final evaluation's mean, and the table gives their median.
+    for label in ("madqn", "fast"):
+        scores = [np.mean(runs[label][f"seed_{seed}"]["absolute_metrics"]["return"])
+                  for seed in range(2)]
+        assert numbers["run_scores"][ENV][label] == pytest.approx(scores)
+        assert (f"| {label} | {scores[0]:.3f} | {scores[1]:.3f} | {np.median(scores):.3f} |"
+                in text), text
+        # With 2 seeds the IQM trims nothing: the curve's last point is the mean of the runs'.
+        last = [runs[label][f"seed_{seed}"]["step_4"]["return"][0] for seed in range(2)]
+        assert numbers["returns"][ENV][label][-1][0] == pytest.approx(np.mean(last))
     assert set(runs) == {"madqn", "fast"} and set(runs["fast"]) == {"seed_0", "seed_1"}
     assert len(runs["fast"]["seed_0"]["absolute_metrics"]["return"]) == 40
     assert runs["fast"]["seed_0"]["step_4"]["step_count"] == STEPS

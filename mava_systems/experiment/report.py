@@ -23,6 +23,7 @@ NUMBERS_FILE = "report.json"
 PROFILE_FIGURE = "performance_profile.png"
 SAMPLE_EFFICIENCY_FIGURE = "sample_efficiency.png"
 AGGREGATE_FIGURE = "aggregate_iqm.png"
+RETURNS_FIGURE = "returns.png"
 RANDOM_SCORES_FILE = "random_scores.json"
 PROFILE_THRESHOLDS = 41
 
@@ -40,11 +41,15 @@ class Report:
     random_scores: Dict[str, float]
     best_scores: Dict[str, float]
     per_task: Dict[str, Dict[str, Interval]]  # environment -> label -> IQM of raw scores.
+    # environment -> label -> each seed's final score (raw), by seed.
+    run_scores: Dict[str, Dict[str, List[float]]]
     aggregate: Dict[str, Interval]  # label -> IQM of normalised scores over tasks.
     improvement: Dict[str, Interval]  # "x > y" -> probability of improvement.
     step_points: List[int]
     # label -> (IQM, low, high) of normalised returns at each step point.
     sample_efficiency: Dict[str, List[Interval]]
+    # environment -> label -> (IQM, low, high) of raw returns over seeds at each step point.
+    returns: Dict[str, Dict[str, List[Interval]]]
     rounds: Dict[str, int]  # label -> fewest evaluator rounds of its runs.
     final_episodes: int  # Fewest episodes of a run's final evaluation (0: none could be played).
 
@@ -84,6 +89,9 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
     per_task = {name: {label: statistics.interval_estimate(scores[label][:, [index]], reps=reps)
                        for label in labels}
                 for index, name in enumerate(environments)}
+    run_scores = {name: {label: [float(score) for score in scores[label][:, index]]
+                         for label in labels}
+                  for index, name in enumerate(environments)}
     aggregate = {label: statistics.interval_estimate(normalised_scores[label], reps=reps)
                  for label in labels}
     improvement = {f"{x} > {y}": interval for (x, y), interval in
@@ -93,12 +101,17 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
             normalised(curves[label][:, :, point], environments, random_scores, best_scores),
             reps=reps) for point in range(points)]
         for label in labels}
+    returns = {name: {label: [statistics.interval_estimate(curves[label][:, [index], point],
+                                                           reps=reps)
+                              for point in range(points)]
+                      for label in labels}
+               for index, name in enumerate(environments)}
     rounds = {label: min(result.rounds for result in run_results
                          if result.run.entry.label == label) for label in labels}
     report = Report(labels, environments, grid.seeds, grid.max_executor_steps, random_scores,
-                    best_scores, per_task, aggregate, improvement,
-                    [int(step) for step in run_results[0].steps], sample_efficiency, rounds,
-                    min(len(result.final_returns) for result in run_results))
+                    best_scores, per_task, run_scores, aggregate, improvement,
+                    [int(step) for step in run_results[0].steps], sample_efficiency, returns,
+                    rounds, min(len(result.final_returns) for result in run_results))
     return report, run_results, normalised_scores
 
 
@@ -108,7 +121,8 @@ def _interval_text(interval: Interval, digits: int = 3) -> str:
 
 
 def markdown(report: Report, grid: grid_lib.Grid) -> str:
-    """The Markdown summary: settings, per-task and aggregate IQMs, probabilities of improvement, figures."""
+    """The Markdown summary: settings, per-task IQMs and every run's score, aggregate IQMs,
+    probabilities of improvement, figures."""
     entries = ", ".join(f"`{entry.label}` = {entry.system}"
                         + "".join(f", {field}={value}" for field, value in
                                   grid.overrides.get(entry.label, {}).items())
@@ -132,6 +146,16 @@ def markdown(report: Report, grid: grid_lib.Grid) -> str:
     lines += ["", "| Task | random policy | best score in the grid |", "|---|---|---|"]
     lines += [f"| {name} | {report.random_scores[name]:.3f} | {report.best_scores[name]:.3f} |"
               for name in report.environments]
+    lines += ["", "## Final score of every run (raw returns)", ""]
+    for name in report.environments:
+        lines += [f"{name}:", "",
+                  "| Entry | " + " | ".join(f"seed {seed}" for seed in range(report.seeds))
+                  + " | median |", "|---|" + "---|" * (report.seeds + 1)]
+        lines += [f"| {label} | " + " | ".join(f"{score:.3f}" for score in scores)
+                  + f" | {float(np.median(scores)):.3f} |"
+                  for label, scores in report.run_scores[name].items()]
+        lines.append("")
+    lines.pop()  # The next section opens with its own blank line.
     lines += ["", "## Aggregate over tasks (normalised: random 0, best 1)", "",
               "| Entry | IQM [95% CI] | evaluator rounds (fewest of its runs) |", "|---|---|---|"]
     lines += [f"| {label} | {_interval_text(report.aggregate[label])} | {report.rounds[label]} |"
@@ -145,16 +169,18 @@ def markdown(report: Report, grid: grid_lib.Grid) -> str:
               f"![Aggregate IQM]({AGGREGATE_FIGURE})", "",
               f"![Performance profile]({PROFILE_FIGURE})", "",
               f"![Sample efficiency]({SAMPLE_EFFICIENCY_FIGURE})", "",
+              f"![Returns per task]({RETURNS_FIGURE})", "",
               f"Raw data in marl-eval's layout: `{results_lib.MARL_EVAL_FILE}`.", ""]
     return "\n".join(lines)
 
 
-def _figure(width: float, height: float) -> Tuple[Any, Any]:
+def _figure(width: float, height: float, rows: int = 1) -> Tuple[Any, Any]:
+    """A figure and its axes (an array of `rows` axes, one above the other, when rows > 1)."""
     # A Figure without pyplot: no global backend or figure registry is touched.
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
 
     figure = Figure(figsize=(width, height), dpi=100)
-    return figure, figure.subplots()
+    return figure, figure.subplots(rows, 1)
 
 
 def _save(figure: Any, path: str) -> str:
@@ -209,6 +235,26 @@ def plot_sample_efficiency(report: Report, path: str) -> str:
                        "IQM of normalised return (95% CI)", path, marker="o")
 
 
+def plot_returns(report: Report, path: str) -> str:
+    """Per task, the IQM over seeds of the raw evaluator return against executor steps, with
+    bands, beside the random policy's score (one panel per task)."""
+    figure, panels = _figure(7, 3.5 * len(report.environments), rows=len(report.environments))
+    steps = np.asarray(report.step_points)
+    for axes, name in zip(np.atleast_1d(panels), report.environments):
+        for index, label in enumerate(report.labels):
+            middle, low, high = np.asarray(report.returns[name][label]).T
+            axes.plot(steps, middle, color=f"C{index % 10}", marker="o", label=label)
+            axes.fill_between(steps, low, high, color=f"C{index % 10}", alpha=0.2)
+        axes.axhline(report.random_scores[name], color="gray", linestyle="--",
+                     label="random policy")
+        axes.set_title(name)
+        axes.set_xlabel("executor steps")
+        axes.set_ylabel("return, IQM over seeds (95% CI)")
+        axes.legend(loc="best")
+        axes.grid(True, alpha=0.3)
+    return _save(figure, path)
+
+
 def write_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_POINTS,
                  reps: int = statistics.DEFAULT_REPS) -> Dict[str, str]:
     """Computes the report of the grid in `out` and writes its files to `report_dir`; returns them by kind."""
@@ -223,6 +269,7 @@ def write_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_PO
             report, normalised_scores, os.path.join(report_dir, PROFILE_FIGURE), reps),
         "sample_efficiency": plot_sample_efficiency(
             report, os.path.join(report_dir, SAMPLE_EFFICIENCY_FIGURE)),
+        "returns": plot_returns(report, os.path.join(report_dir, RETURNS_FIGURE)),
         "numbers": os.path.join(report_dir, NUMBERS_FILE),
         "markdown": os.path.join(report_dir, REPORT_FILE),
     }
