@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): one per core of these 2-core machines; 0 runs them in this one.
+PYTEST_WORKERS ?= 2
 RUN_ARGS ?=
 
 .PHONY: run test docs venv clean-venv
@@ -28,7 +30,7 @@ run: $(STAMP)
 	$(PY) examples/mpe/run_madqn.py $(RUN_FLAGS) $(RUN_ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The documentation site (into site/); warnings are errors. tests/test_docs.py builds it too.
 docs: $(STAMP)

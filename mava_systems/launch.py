@@ -18,7 +18,8 @@ import launchpad as lp
 import tensorflow as tf
 
 from mava_systems import console, ray_launch, run_summary
-from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, StopsProgramIfBuildFails,
+from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
+                                               StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
 from mava_systems.config import parse_json_object
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
@@ -222,22 +223,32 @@ class NodeFailure(RuntimeError):
 
 
 @contextlib.contextmanager
+def environment_variable(name: str, value: str) -> Iterator[None]:
+    """Sets the environment variable `name` (inherited by processes started meanwhile) to
+    `value`, and restores what it was at exit."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+@contextlib.contextmanager
 def recording_node_failures() -> Iterator[List[str]]:
     """Collects, in the list it yields (filled at exit), what nodes that stopped the program
     because they failed reported (see `lifecycle.stop_program_after_failure`): node processes
     inherit the file's name from the environment."""
     handle, path = tempfile.mkstemp(prefix="mava_systems_node_failures_", suffix=".txt")
     os.close(handle)
-    previous = os.environ.get(NODE_FAILURES_FILE_ENV)
-    os.environ[NODE_FAILURES_FILE_ENV] = path
     failures: List[str] = []
     try:
-        yield failures
+        with environment_variable(NODE_FAILURES_FILE_ENV, path):
+            yield failures
     finally:
-        if previous is None:
-            os.environ.pop(NODE_FAILURES_FILE_ENV, None)
-        else:
-            os.environ[NODE_FAILURES_FILE_ENV] = previous
         with open(path) as failures_file:
             failures.extend(line.strip() for line in failures_file if line.strip())
         os.remove(path)
@@ -263,15 +274,18 @@ def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None)
 def _launch(program: lp.Program, launch_type: str, run_dir: Optional[str]) -> None:
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
+    notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
     if launch_type == ray_launch.LAUNCH_TYPE:
-        notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
         ray_launch.launch(program, ray_launch.config_from_flags(notice_s), record_dir=run_dir)
         return
     kwargs: dict = {}
     if launch_type in ("local_mp", "test_mp"):
         kwargs["terminal"] = "current_terminal"
         stop_program_if_a_node_fails_to_build(program)
-    worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+    # Node processes take the launcher's notice from the environment (see
+    # `lifecycle.take_the_launchers_notice`).
+    with environment_variable(NODE_NOTICE_ENV, str(notice_s)):
+        worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
     if worker_manager is not None:
         worker_manager.wait()
 

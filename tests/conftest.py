@@ -12,6 +12,20 @@ import pathlib  # noqa: E402
 from absl import flags  # noqa: E402
 import pytest  # noqa: E402
 
+# Test files whose tests start Ray clusters: one worker runs them all, one at a time.
+RAY_TEST_FILES = ("test_ray_cluster.py", "test_ray_launch.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # Before pytest-xdist reads the groups.
+def pytest_collection_modifyitems(items) -> None:
+    """Under `pytest -n N --dist loadgroup` (`make test`), keeps each test file's tests on one
+    worker, in order: a module's shared fixtures (e.g. a run several tests check) are then
+    made once."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_TEST_FILES else name))
+
+
 # absl-based helpers (Launchpad, absltest) read FLAGS; pytest never parses them.
 if not flags.FLAGS.is_parsed():
     flags.FLAGS.mark_as_parsed()

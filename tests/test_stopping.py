@@ -13,8 +13,10 @@ import sys
 import threading
 import time
 
+from launchpad.launch import worker_manager
 import pytest
 
+from mava_systems.components import lifecycle
 from mava_systems.components.run_directory import read_status
 import program_helpers
 from program_helpers import ROOT, read_csv
@@ -76,6 +78,32 @@ def test_a_relaunch_of_a_finished_run_is_refused_without_starting_it(coordinator
     assert "Run directory:" not in relaunch  # No program was launched.
     assert int(read_status(run_dir).counts["executor_steps"]) == steps
     print(f"relaunch refused in {time.time() - start:.1f} s")
+
+
+@pytest.mark.parametrize("own_notice_s, expected_s", [(10, 600), (-1, -1)],
+                         ids=["node_process", "thread_launcher"])
+def test_a_node_process_takes_the_launchers_termination_notice(monkeypatch, own_notice_s,
+                                                               expected_s):
+    """Launchpad gives every `local_mp` node process its default notice (10 s), whatever the
+    launcher's: the node, built through `StopsProgramIfBuildFails`, takes the launcher's from
+    the environment. A manager that is not its process's main one (notice -1) has none."""
+
+    class NodeProcessManager:  # What Launchpad's process entry point makes, for what matters.
+        _termination_notice_secs = own_notice_s
+
+    monkeypatch.setenv(lifecycle.NODE_NOTICE_ENV, "600")
+    outcome = {}
+
+    def node_process() -> None:  # A thread: the manager is thread-local, as in Launchpad.
+        manager = NodeProcessManager()
+        worker_manager._WORKER_MANAGERS.manager = manager  # pylint: disable=protected-access
+        outcome["built"] = lifecycle.StopsProgramIfBuildFails(lambda: "node", "trainer/0")()
+        outcome["notice_s"] = manager._termination_notice_secs  # pylint: disable=protected-access
+
+    thread = threading.Thread(target=node_process)
+    thread.start()
+    thread.join(10)
+    assert outcome == {"built": "node", "notice_s": expected_s}
 
 
 # Every signal in both launch types; the delays spread the stops over start-up (each node is

@@ -6,6 +6,7 @@ step takes several seconds); each test takes the trainer's step count as it find
 
 import dataclasses
 import gc
+import glob
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ import reverb
 import tensorflow as tf
 
 from mava_systems import madqn, registry
+from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.replay import ReplayIterator
@@ -614,3 +616,28 @@ def test_the_checkpoint_at_the_stop_waits_for_a_first_step_being_built(ctx, comp
     assert checkpointing.saved_at[0] >= trainer.traced_at
     trainer.save_at_stop()  # Once built, nothing is waited for.
     assert len(checkpointing.saved_at) == 2
+
+
+def test_a_fresh_trainer_saves_its_initial_state_and_a_restored_one_does_not(ctx, tmp_path):
+    """So that a run stopped while its first step is being built (when the checkpoint at the
+    stop is skipped) still has a complete trainer checkpoint to resume from."""
+    samples = [next(ctx["dataset"]) for _ in range(2)]
+    replay_requests = []
+
+    def make_checkpointing(state):
+        return Checkpointing(state, str(tmp_path), "trainer",
+                             before_save=lambda: replay_requests.append(1) or {})
+
+    fresh = SlowlyBuiltTrainer(iter(samples), build_s=0.0, make_checkpointing=make_checkpointing)
+    fresh.save_initial_state()
+    checkpoints = glob.glob(str(tmp_path / "checkpoints" / "trainer" / "ckpt-*.index"))
+    assert len(checkpoints) == 1 and not replay_requests  # Replay is not asked to save.
+    fresh.sample_and_train()
+    assert fresh.num_steps == 1
+
+    restored = SlowlyBuiltTrainer(iter(samples), build_s=0.0, make_checkpointing=make_checkpointing)
+    assert restored.num_steps == 0  # The initial state: the step after it was not saved.
+    restored.save_initial_state()
+    assert len(glob.glob(str(tmp_path / "checkpoints" / "trainer" / "ckpt-*.index"))) == 1
+    restored.sample_and_train()  # The first step is built on the restored state.
+    assert restored.num_steps == 1

@@ -150,8 +150,11 @@ class Checkpointing:
             raise CheckpointError(_no_good_checkpoint(self.directory, errors))
         return None
 
-    def save(self, force: bool = False) -> bool:
+    def save(self, force: bool = False, call_before_save: bool = True) -> bool:
         """Saves when the interval has passed (or always, with `force`); says whether it saved.
+
+        With `call_before_save` False, `before_save` is skipped (e.g. a fresh
+        node's initial state, with nothing yet to save beside it).
 
         A save that fails (a full disk, say) is logged as an error and retried at
         the next interval; the checkpoints saved before it stay restorable (the
@@ -160,7 +163,7 @@ class Checkpointing:
         if not force and time.time() - self._last_save < self._interval_s:
             return False
         record: Dict[str, Any] = {"node": self.node, "time": time.time()}
-        if self._before_save is not None:
+        if self._before_save is not None and call_before_save:
             record.update(self._before_save())
         start = time.time()
         try:

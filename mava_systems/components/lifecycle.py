@@ -28,9 +28,7 @@ STOP_GRACE_S = 3.0
 # Names of the loops `run_watched` gave up in this process.
 _ABANDONED: list = []
 # Seconds a node's loop gets, once the program stops, to return by itself (see `run_watched`).
-# A blocked replay call returns within 1 s while its server is up (3 s after the stop), and
-# a node process kills itself 10 s after its stop signal (Launchpad's default notice): this
-# leaves time for the final checkpoint and STOP_GRACE_S of serving in between.
+# A blocked replay call returns within 1 s while its server is up (3 s after the stop).
 ABANDON_AFTER_S = 5.0
 T = TypeVar("T")
 # Whether the launcher that started this process restarts a node that fails (see
@@ -39,6 +37,9 @@ _FAILED_NODES_RESTART = False
 # The environment variable naming the file where nodes that stop the program because they
 # failed say so, one line each (set by the launching process: see `launch.launch`).
 NODE_FAILURES_FILE_ENV = "MAVA_SYSTEMS_NODE_FAILURES_FILE"
+# The environment variable giving node processes the launcher's termination notice, in
+# seconds (set by the launching process: see `launch.launch` and `take_the_launchers_notice`).
+NODE_NOTICE_ENV = "MAVA_SYSTEMS_NODE_NOTICE_S"
 
 
 class ProgramStopping(Exception):
@@ -160,16 +161,38 @@ def record_node_failure(text: str) -> None:
         logging.warning("could not record the failure in %s: %s", path, write_error)
 
 
+def take_the_launchers_notice() -> None:
+    """Gives this node process the termination notice its launcher has (`NODE_NOTICE_ENV`).
+
+    Launchpad 0.5.0 starts each `local_mp` node process with its own default
+    notice (10 s), whatever `--lp_termination_notice_secs` the launcher was
+    given: the process then kills itself 10 s after its stop signal, cutting
+    short e.g. the trainer's final checkpoint while its first step is still
+    being traced. (The flag cannot be passed as a process argument: Launchpad's
+    `flags_utils` fails on absl flags among them.) Nothing if the variable is
+    not set or this process has no main worker manager.
+    """
+    value = os.environ.get(NODE_NOTICE_ENV)
+    manager = getattr(worker_manager._WORKER_MANAGERS, "manager", None)  # pylint: disable=protected-access
+    if not value or manager is None:
+        return
+    # Only a process's main manager (the node process's own) has a notice; others have -1.
+    if manager._termination_notice_secs > 0:  # pylint: disable=protected-access
+        manager._termination_notice_secs = int(float(value))  # pylint: disable=protected-access
+
+
 class StopsProgramIfBuildFails:
-    """A node's constructor that stops the whole program if it raises (while the program is
-    not stopping), then raises: under `local_mp` the node's process would otherwise end
-    unseen, and the nodes waiting on it would wait forever."""
+    """A node's constructor, run in its own process (`local_mp`), that first takes the
+    launcher's termination notice (`take_the_launchers_notice`), and stops the whole program
+    if it raises (while the program is not stopping), then raises: the node's process would
+    otherwise end unseen, and the nodes waiting on it would wait forever."""
 
     def __init__(self, constructor: Callable[..., Any], name: str):
         self.constructor = constructor
         self.name = name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        take_the_launchers_notice()
         try:
             return self.constructor(*args, **kwargs)
         except Exception as error:  # pylint: disable=broad-except

@@ -229,6 +229,14 @@ class TrainerLoop:
             yield
             self._built = True
 
+    def save_initial_state(self) -> None:
+        """Saves a fresh trainer's state (one that restored no checkpoint) before its first
+        step is built, so that a run stopped at any moment of start-up resumes from a
+        complete trainer checkpoint: the one at the stop is skipped while that step is still
+        being built (see `save_at_stop`). Replay, still empty, is not saved with it."""
+        if self._checkpointing is not None and self._checkpointing.restored_from is None:
+            self._checkpointing.save(force=True, call_before_save=False)
+
     def save_at_stop(self) -> None:
         """Saves the final checkpoint, once no first step is being built (the variables it
         makes would be saved half-made); if one still is after `BUILD_WAIT_S`, the last
@@ -251,6 +259,7 @@ class TrainerLoop:
         server that has gone (a stop during start-up): it is given up, and the
         checkpoint saved all the same (a blocked step has not changed any variable).
         """
+        self.save_initial_state()
         try:
             run_watched(self._train_until_stopped, "trainer loop")
         finally:
