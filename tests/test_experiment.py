@@ -1,8 +1,10 @@
 """Experiment grids: bad input, the marl-eval layout, and a tiny grid run, interrupted, resumed and reported."""
 
+import glob
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,6 +121,14 @@ def test_an_out_holding_another_grid_is_refused_untouched_unless_start_fresh(tmp
     assert grid_lib.prepare_out(other, out, start_fresh=True) == f"{out}.old-1"
     assert open(os.path.join(f"{out}.old-1", grid_lib.SETTINGS_FILE)).read() == saved
     assert grid_lib.read_grid(out).seeds == 3
+    # The step budget can be raised (the runs continue), never lowered.
+    with pytest.raises(ValueError, match=r"max_executor_steps: saved 100, now 50.*a larger "
+                                         r"--max_executor_steps alone continues the grid"):
+        grid_lib.prepare_out(grid_lib.Grid(entries, [ENV], 3, 50), out)
+    assert grid_lib.prepare_out(grid_lib.Grid(entries, [ENV], 3, 200), out) is None
+    assert grid_lib.read_grid(out).max_executor_steps == 200
+    with pytest.raises(ValueError, match=r"seeds: saved 3, now 2"):  # Not with another change.
+        grid_lib.prepare_out(grid_lib.Grid(entries, [ENV], 2, 400), out)
 
 
 def test_every_registered_system_names_its_acting_node_arguments():
@@ -158,8 +168,11 @@ def test_marl_eval_data_has_the_documented_layout():
 
 # ---- a tiny grid end to end ----
 
-def _experiment(out, *extra, **popen):
-    return subprocess.Popen([sys.executable, "-m", "mava_systems.experiment", *GRID_ARGS,
+def _experiment(out, *extra, steps=STEPS, **popen):
+    arguments = [argument.replace(f"={STEPS}", f"={steps}")
+                 if argument.startswith("--max_executor_steps=") else argument
+                 for argument in GRID_ARGS]
+    return subprocess.Popen([sys.executable, "-m", "mava_systems.experiment", *arguments,
                              f"--out={out}", *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **popen)
 
@@ -268,6 +281,32 @@ def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
     assert set(runs) == {"madqn", "fast"} and set(runs["fast"]) == {"seed_0", "seed_1"}
     assert len(runs["fast"]["seed_0"]["absolute_metrics"]["return"]) == 40
     assert runs["fast"]["seed_0"]["step_4"]["step_count"] == STEPS
+
+
+@pytest.mark.slow  # The grid's runs take a minute or more.
+def test_a_raised_step_budget_continues_the_finished_runs_keeping_their_evaluations(
+        tiny_grid, tmp_path):
+    out = str(tmp_path / "grid")
+    shutil.copytree(tiny_grid["out"], out)  # The other tests keep the finished grid.
+    more = STEPS + 150
+    command = _experiment(out, steps=more)
+    output, _ = command.communicate(timeout=600)
+    assert command.returncode == 0, output
+    assert "4 runs, 0 already finished, 4 to run" in output
+    assert "All 4 runs finished" in output
+    for run in grid_lib.read_grid(out).runs(out):
+        assert f"{run.name} continues to {more} executor steps" in output
+        kept = glob.glob(os.path.join(run.run_dir, "final_evaluation_at_*.json"))
+        assert len(kept) == 1
+        assert STEPS <= int(kept[0].rsplit("_", 1)[1].split(".")[0]) < more
+        assert len(json.load(open(kept[0]))["returns"]) == 40  # The first budget's evaluation.
+        assert read_snapshot(run.run_dir).executor_steps >= more
+        assert run_one.read_final_evaluation(run.run_dir)["trainer_steps"] > json.load(
+            open(kept[0]))["trainer_steps"]
+        log = open(scheduling.log_path(out, run)).read()
+        assert log.count("Starting a fresh run") == 1 and "Resuming the run in" in log, run.name
+    rerun = _experiment(out, steps=more)
+    assert "4 runs, 4 already finished, 0 to run" in rerun.communicate(timeout=120)[0]
 
 
 def test_a_report_on_unfinished_runs_says_which_run_to_finish(tmp_path, capsys):

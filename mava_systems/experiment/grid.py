@@ -206,11 +206,21 @@ def read_grid(out: str) -> Grid:
         raise ValueError(f"{out} holds no experiment ({SETTINGS_FILE} is missing)") from None
 
 
+def raises_the_budget(saved: Mapping[str, Any], settings: Mapping[str, Any]) -> bool:
+    """Whether the grid `settings` describe is the saved one with a larger step budget."""
+    def others(values: Mapping[str, Any]) -> Dict[str, Any]:
+        return {key: value for key, value in values.items() if key != "max_executor_steps"}
+    return (others(saved) == others(settings)
+            and settings["max_executor_steps"] > saved.get("max_executor_steps", 0))
+
+
 def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str]:
     """Saves the grid's settings in `out`, or checks them against the saved ones.
 
-    With `start_fresh`, an existing `out` is first moved aside to
-    `<out>.old-<n>` (never deleted); returns where it went (None if nothing moved).
+    The same grid with a larger `max_executor_steps` is accepted (its runs then
+    continue to the new budget: see `scheduling.run_grid`). With `start_fresh`,
+    an existing `out` is first moved aside to `<out>.old-<n>` (never deleted);
+    returns where it went (None if nothing moved).
 
     Raises:
       ValueError: if `out` holds a grid with other settings (nothing is changed then).
@@ -221,12 +231,13 @@ def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str
     if os.path.exists(path):
         with open(path) as settings_file:
             saved = json.load(settings_file)
-        if saved != settings:
+        if saved != settings and not raises_the_budget(saved, settings):
             differences = "; ".join(f"{key}: saved {saved.get(key)!r}, now {settings.get(key)!r}"
                                     for key in sorted(set(saved) | set(settings))
                                     if saved.get(key) != settings.get(key))
             raise ValueError(f"{out} holds an experiment with other settings ({differences}). "
-                             "Use another --out, or --start_fresh to move it aside; it was left "
+                             "Use another --out, or --start_fresh to move it aside (a larger "
+                             "--max_executor_steps alone continues the grid); it was left "
                              "untouched.")
     elif os.path.isdir(out) and os.listdir(out):
         raise ValueError(f"{out} is not empty and holds no experiment ({SETTINGS_FILE}); use "

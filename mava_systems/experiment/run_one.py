@@ -59,6 +59,19 @@ def final_evaluation(run_dir: str, episodes: int, seed: int) -> Dict[str, Any]:
         return {"episodes": 0, "returns": [], "unavailable": f"{type(error).__name__}: {error}"}
 
 
+def set_aside_final_evaluation(run_dir: str) -> Optional[str]:
+    """Renames a run's final evaluation to `final_evaluation_at_<executor steps>.json`, where
+    it is kept, so that the run counts as unfinished and continues (its grid's step budget
+    was raised); returns the new path (None if the run had none)."""
+    path = final_evaluation_path(run_dir)
+    if not os.path.exists(path):
+        return None
+    steps = int(read_status(run_dir).counts.get("executor_steps", 0))
+    kept = os.path.join(run_dir, f"final_evaluation_at_{steps}.json")
+    os.replace(path, kept)
+    return kept
+
+
 def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
     """Writes `result` as the run's final evaluation (atomically)."""
     path = final_evaluation_path(run_dir)

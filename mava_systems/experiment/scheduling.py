@@ -2,8 +2,9 @@
 
 Each run is `python -m mava_systems.experiment.run_one ...` (an ordinary run
 that resumes like any other) writing its output to `<out>/logs/<run>.log`.
-A run is finished once it has saved its final evaluation; finished runs are
-skipped, unfinished ones resume. SIGINT or SIGTERM stops the running runs
+A run is finished once it has saved its final evaluation at the grid's step
+budget; finished runs are skipped, unfinished ones resume (and, when the budget
+was raised, finished ones continue). SIGINT or SIGTERM stops the running runs
 (they save their checkpoints) before the command exits.
 """
 
@@ -16,6 +17,7 @@ import time
 from typing import Dict, List, Optional, Sequence, TextIO
 
 from mava_systems import registry
+from mava_systems.components.run_directory import read_status
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import run_one, systems
 from mava_systems.progress import CLEAR_LINE, CountRate, format_duration, read_snapshot
@@ -44,9 +46,12 @@ def log_path(out: str, run: grid_lib.Run) -> str:
     return os.path.join(out, LOGS_DIR, f"{family}__{task}__{run.entry.label}__seed_{run.seed}.log")
 
 
-def is_finished(run: grid_lib.Run) -> bool:
-    """Whether the run has saved its final evaluation."""
-    return run_one.read_final_evaluation(run.run_dir) is not None
+def is_finished(run: grid_lib.Run, max_steps: int) -> bool:
+    """Whether the run has saved its final evaluation at `max_steps` executor steps or more
+    (one saved before its grid's budget was raised to `max_steps` does not count)."""
+    if run_one.read_final_evaluation(run.run_dir) is None:
+        return False
+    return read_status(run.run_dir).counts.get("executor_steps", 0) >= max_steps
 
 
 def run_command(grid: grid_lib.Grid, run: grid_lib.Run, launch_type: str,
@@ -145,7 +150,12 @@ def run_grid(grid: grid_lib.Grid, out: str, parallel: int = 1, launch_type: str 
     if progress_interval_s is None:
         progress_interval_s = 1.0 if is_tty else 30.0
     runs = grid.runs(out)
-    pending = [run for run in runs if not is_finished(run)]
+    pending = [run for run in runs if not is_finished(run, grid.max_executor_steps)]
+    for run in pending:  # Finished under a smaller budget: they continue.
+        kept = run_one.set_aside_final_evaluation(run.run_dir)
+        if kept:
+            print(f"{run.name} continues to {grid.max_executor_steps} executor steps (its final "
+                  f"evaluation so far is kept in {kept})", file=stream, flush=True)
     outcome = GridOutcome(already_finished=len(runs) - len(pending), finished=0, failed=[])
     print(f"Experiment in {out}: {len(runs)} runs, {outcome.already_finished} already finished, "
           f"{len(pending)} to run ({parallel} at a time)", file=stream, flush=True)
@@ -169,7 +179,7 @@ def run_grid(grid: grid_lib.Grid, out: str, parallel: int = 1, launch_type: str 
                                                stdin=subprocess.DEVNULL)] = run
             for process in [process for process in processes if process.poll() is not None]:
                 run = processes.pop(process)
-                if process.returncode == 0 and is_finished(run):
+                if process.returncode == 0 and is_finished(run, grid.max_executor_steps):
                     outcome.finished += 1
                 else:
                     outcome.failed.append(f"{run.name} (exit code {process.returncode}; "
