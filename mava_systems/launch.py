@@ -9,9 +9,11 @@ import shlex
 import signal
 import sys
 import tempfile
+import threading
 import time
 import typing
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar,
+                    Union)
 
 from absl import app, flags, logging
 import launchpad as lp
@@ -254,38 +256,93 @@ def recording_node_failures() -> Iterator[List[str]]:
         os.remove(path)
 
 
-def launch(program: lp.Program, launch_type: str, run_dir: Optional[str] = None) -> None:
-    """Launches `program` and blocks until every node has finished.
+class StopSignalsHeld:
+    """Within it, Ctrl-C (SIGINT) and SIGTERM are held (recorded in `held`) instead of
+    interrupting this process: `deliver()` raises the first one again once the program's
+    launcher handles them.
+
+    A stop that comes while a program is built and launched (before Launchpad's
+    handlers are installed) would otherwise raise KeyboardInterrupt in the middle
+    of it. Holds nothing outside the main thread, where handlers cannot be installed.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.held: List[int] = []
+        self._previous: Dict[int, Any] = {}
+
+    def _hold(self, signal_number: int, frame: Any) -> None:
+        del frame
+        # Once Launchpad's dispatcher has replaced this handler, it calls it too (as the one
+        # it replaced) beside its own, which handle the signal: not held then.
+        if signal.getsignal(signal_number) == self._hold:
+            self.held.append(signal_number)
+
+    def __enter__(self) -> "StopSignalsHeld":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {number: signal.signal(number, self._hold)
+                              for number in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for number, previous in self._previous.items():
+            # Launchpad's first launch in a process installs its own dispatcher over this
+            # handler (and calls it too); left as it is. Otherwise the previous one is back.
+            if signal.getsignal(number) == self._hold:
+                signal.signal(number, previous)
+
+    def deliver(self) -> None:
+        """Raises the first held signal again (to whatever handles it now)."""
+        if self.held:
+            signal.raise_signal(self.held[0])
+
+
+def launch(program: Union[lp.Program, Callable[[], lp.Program]], launch_type: str,
+           run_dir: Optional[str] = None) -> None:
+    """Launches `program` (or the program a function builds) and blocks until every node has
+    finished.
 
     Nodes get `TERMINATION_NOTICE_S` after the stop to finish (unless
     `--lp_termination_notice_secs` says otherwise) before Launchpad kills them.
+    A Ctrl-C or SIGTERM while the program is built ends the launch before it starts
+    (nothing ran, so nothing is lost); one while it is launched stops it as it would
+    stop it running (see `StopSignalsHeld`; not under Ray, whose launcher handles its own).
     `launch_type="ray"` runs it on Ray (see `mava_systems.ray_launch`; the
     `--ray_*` flags), recording where its nodes ran in `run_dir`.
 
     Raises:
       NodeFailure: if the program stopped because a node failed (once every node has ended).
     """
+    build = program if callable(program) else lambda: program
     with recording_node_failures() as failures:
-        _launch(program, launch_type, run_dir)
+        _launch(build, launch_type, run_dir)
     if failures:
         raise NodeFailure("; ".join(failures))
 
 
-def _launch(program: lp.Program, launch_type: str, run_dir: Optional[str]) -> None:
+def _launch(build: Callable[[], lp.Program], launch_type: str, run_dir: Optional[str]) -> None:
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
     notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
     if launch_type == ray_launch.LAUNCH_TYPE:
-        ray_launch.launch(program, ray_launch.config_from_flags(notice_s), record_dir=run_dir)
+        ray_launch.launch(build(), ray_launch.config_from_flags(notice_s), record_dir=run_dir)
         return
-    kwargs: dict = {}
-    if launch_type in ("local_mp", "test_mp"):
-        kwargs["terminal"] = "current_terminal"
-        stop_program_if_a_node_fails_to_build(program)
-    # Node processes take the launcher's notice from the environment (see
-    # `lifecycle.take_the_launchers_notice`).
-    with environment_variable(NODE_NOTICE_ENV, str(notice_s)):
-        worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+    with StopSignalsHeld() as signals:
+        program = build()
+        if signals.held:
+            console.say([f"Stopped by {signal.Signals(signals.held[0]).name} while the program "
+                         "was being built: nothing was launched"])
+            return
+        kwargs: dict = {}
+        if launch_type in ("local_mp", "test_mp"):
+            kwargs["terminal"] = "current_terminal"
+            stop_program_if_a_node_fails_to_build(program)
+        # Node processes take the launcher's notice from the environment (see
+        # `lifecycle.take_the_launchers_notice`).
+        with environment_variable(NODE_NOTICE_ENV, str(notice_s)):
+            worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+    signals.deliver()
     if worker_manager is not None:
         worker_manager.wait()
 
@@ -377,7 +434,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
             reporting_progress(system.run_dir, system.max_executor_steps, progress_interval_s,
                                stream=console.terminal()):
         try:
-            launch(system.build(), launch_type, system.run_dir)
+            launch(system.build, launch_type, system.run_dir)
         except NodeFailure as error:  # Everything was saved: summarise, then exit with it.
             failure = error
     console.say([run_summary.summarize(system, steps_at_start, time.monotonic() - start,

@@ -106,6 +106,50 @@ def test_a_node_process_takes_the_launchers_termination_notice(monkeypatch, own_
     assert outcome == {"built": "node", "notice_s": expected_s}
 
 
+# A program whose build is interrupted by `signal_name` (as a Ctrl-C right after "Run
+# directory:" is printed can be), launched with `launch.launch`.
+SIGNAL_DURING_BUILD = """
+import signal, sys
+from absl import flags
+import launchpad as lp
+from mava_systems import launch
+flags.FLAGS.mark_as_parsed()
+
+class Node:
+    def run(self):
+        print("node running", flush=True)
+        lp.wait_for_stop()
+
+def build():
+    signal.raise_signal(getattr(signal, sys.argv[1]))  # Held: the build goes on.
+    program = lp.Program("held")
+    program.add_node(lp.CourierNode(Node), label="node")
+    print("built", flush=True)
+    return program
+
+launch.launch(build, sys.argv[2])
+print("launch returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
+def test_a_signal_while_the_program_is_built_ends_the_launch_before_it_starts(signal_name,
+                                                                              launch_type):
+    """Not a KeyboardInterrupt (or death by SIGTERM) in the middle of building it: nothing is
+    launched, the launcher says so and returns."""
+    result = subprocess.run([sys.executable, "-c", SIGNAL_DURING_BUILD, signal_name, launch_type],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert (f"Stopped by {signal_name} while the program was being built: nothing was "
+            "launched") in output, output[-3000:]
+    assert output.index("built") < output.index("launch returned"), output[-3000:]
+    assert "node" not in output.replace("nothing", ""), output[-3000:]  # No node started.
+    assert "KeyboardInterrupt" not in output and "Traceback" not in output
+
+
 # Every signal in both launch types; the delays spread the stops over start-up (each node is
 # still being built at 0-1 s on this machine; on a fast one some may be running already).
 @pytest.mark.parametrize("launch_type, signal_number, after_s", [
@@ -146,6 +190,11 @@ def test_a_signal_during_start_up_ends_every_node_cleanly(tmp_path, launch_type,
         process.kill()
     output = "".join(lines) + program_helpers.launch_log(os.path.join(run_dir, "output.log"), 0)
     assert process.returncode == 0, output[-3000:]
+    if "while the program was being built: nothing was launched" in output:
+        # The stop came before the launch (a busy machine builds slowly): nothing ran.
+        assert "Traceback" not in output, output[-3000:]
+        assert not read_status(run_dir).resumed  # No checkpoint: the next launch starts afresh.
+        return
     assert_stopped_cleanly(output, run_dir)
 
 
