@@ -507,3 +507,26 @@ def test_aec_wrapper_is_a_multi_agent_environment() -> None:
     assert env.current_agent is None  # before reset
     env.reset()
     assert env.current_agent == "player_1"
+
+
+def test_multiwalker_state_survives_a_fallen_walker() -> None:
+    """PettingZoo's own multiwalker state() raises once a fallen walker is removed; ours zero-fills its part."""
+    env = make_environment_factory("sisl/multiwalker_v9")(seed=0)
+    world = env.environment.unwrapped.env
+    rng = np.random.default_rng(0)
+    timestep = env.reset()
+    while not timestep.last():
+        np.testing.assert_array_equal(env.get_extras()["env_state"], env.environment.state())
+        timestep = env.step(random_legal_actions(env, timestep, rng))
+    fallen = [index for index, walker in enumerate(world.walkers) if walker.hull is None]
+    assert fallen, "random walkers fall (and are removed) before the 500-cycle limit"
+    with pytest.raises(AttributeError):
+        env.environment.state()
+    state = env.get_extras()["env_state"]
+    assert state.shape == env.extras_spec()["env_state"].shape and np.isfinite(state).all()
+    per_walker = np.split(state[:-3], len(world.walkers))
+    for index, part in enumerate(per_walker):
+        assert (not part.any()) == (index in fallen), index
+    package = world.package
+    np.testing.assert_allclose(state[-3:], [package.position.x, package.position.y, package.angle], rtol=1e-6)
+    env.close()

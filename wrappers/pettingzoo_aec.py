@@ -6,6 +6,7 @@ import dm_env
 from pettingzoo.utils.env import AECEnv
 
 from wrappers.pettingzoo_common import PettingZooWrapperBase
+from wrappers.states import StateReader, pettingzoo_state
 from wrappers.types import OLT
 
 
@@ -20,8 +21,8 @@ class AECEnvWrapper(PettingZooWrapperBase):
     Calling `step` after a LAST timestep starts a new episode.
     """
 
-    def __init__(self, env: AECEnv, seed: Optional[int] = None):
-        super().__init__(env, seed=seed)
+    def __init__(self, env: AECEnv, seed: Optional[int] = None, state_reader: StateReader = pettingzoo_state):
+        super().__init__(env, seed=seed, state_reader=state_reader)
 
     @property
     def current_agent(self) -> Optional[str]:

@@ -10,6 +10,7 @@ from gymnasium import spaces
 from wrappers.base import MultiAgentEnvironment
 from wrappers.observations import ONE, ZERO, ObservationConverter, checked_array
 from wrappers.specs import action_spec, agent_observation_spec, state_spec
+from wrappers.states import StateReader, pettingzoo_state
 from wrappers.types import OLT
 
 # Builds the OLT of a still-present agent: (agent, done) -> OLT.
@@ -32,10 +33,12 @@ class PettingZooWrapperBase(MultiAgentEnvironment):
       env: the PettingZoo environment (parallel or AEC).
       seed: if given, the first `reset()` resets the env with this seed (later resets
         continue its random generator) and the agents' action spaces are seeded from it.
+      state_reader: reads the env's global state (default: its own `state()`); see `wrappers.states`.
     """
 
-    def __init__(self, env: Any, seed: Optional[int] = None):
+    def __init__(self, env: Any, seed: Optional[int] = None, state_reader: StateReader = pettingzoo_state):
         self._env = env
+        self._state_reader = state_reader
         self._agents: List[str] = list(env.possible_agents)
         self._observation_specs: Dict[str, OLT] = {}
         self._action_specs: Dict[str, specs.Array] = {}
@@ -78,11 +81,11 @@ class PettingZooWrapperBase(MultiAgentEnvironment):
         return {} if self._state_spec is None else {"env_state": self._state_spec}
 
     def get_extras(self) -> Dict[str, np.ndarray]:
-        """`{"env_state": env.state()}` when the env has a global state, else `{}`."""
+        """`{"env_state": <the env's global state>}` when the env has one, else `{}`."""
         if self._state_spec is None:
             return {}
         state = checked_array(
-            "environment", "env_state", self._env.state(), self._state_spec.dtype, self._state_spec.shape
+            "environment", "env_state", self._state_reader(self._env), self._state_spec.dtype, self._state_spec.shape
         )
         return {"env_state": state}
 

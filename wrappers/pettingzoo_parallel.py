@@ -6,6 +6,7 @@ import dm_env
 from pettingzoo.utils.env import ParallelEnv
 
 from wrappers.pettingzoo_common import PettingZooWrapperBase
+from wrappers.states import StateReader, pettingzoo_state
 from wrappers.types import OLT
 
 
@@ -18,8 +19,8 @@ class ParallelEnvWrapper(PettingZooWrapperBase):
     Calling `step` after a LAST timestep starts a new episode.
     """
 
-    def __init__(self, env: ParallelEnv, seed: Optional[int] = None):
-        super().__init__(env, seed=seed)
+    def __init__(self, env: ParallelEnv, seed: Optional[int] = None, state_reader: StateReader = pettingzoo_state):
+        super().__init__(env, seed=seed, state_reader=state_reader)
 
     def reset(self) -> dm_env.TimeStep:
         """Starts a new episode and returns its FIRST timestep."""

@@ -7,6 +7,7 @@ from wrappers.base import MultiAgentEnvironment
 from wrappers.gymnasium_env import SingleAgentParallelEnv
 from wrappers.pettingzoo_aec import AECEnvWrapper
 from wrappers.pettingzoo_parallel import ParallelEnvWrapper
+from wrappers.states import state_reader
 
 
 class _Family(NamedTuple):
@@ -132,8 +133,8 @@ class EnvironmentFactory:
         module = importlib.import_module(family.modules[self.name.partition("/")[2]])
         kwargs = {**_DEFAULT_KWARGS.get(self.name, {}), **self.env_kwargs}
         if family.parallel:
-            return ParallelEnvWrapper(module.parallel_env(**kwargs), seed=seed)
-        return AECEnvWrapper(module.env(**kwargs), seed=seed)
+            return ParallelEnvWrapper(module.parallel_env(**kwargs), seed=seed, state_reader=state_reader(self.name))
+        return AECEnvWrapper(module.env(**kwargs), seed=seed, state_reader=state_reader(self.name))
 
     def __repr__(self) -> str:
         kwargs = "".join(f", {key}={value!r}" for key, value in self.env_kwargs.items())
