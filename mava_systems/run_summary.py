@@ -78,6 +78,16 @@ def resume_command(argv: Sequence[str], run_dir: str, steps_flag: str,
                        f"--run_dir={display_path(run_dir)}", *limit])
 
 
+def resume_step_limit(limit: Optional[int], steps_at_end: int) -> Optional[int]:
+    """The step limit the Resume line suggests: the same one if the run stopped short of it (a
+    failure, a signal), else a higher one, since the limit counts across a run's parts."""
+    if not limit:
+        return None
+    if steps_at_end < limit:
+        return limit
+    return 2 * limit if 2 * limit > steps_at_end else steps_at_end + limit
+
+
 def _round_line(label: str, value: float, steps: int) -> str:
     return f"  {label:<14}{value:9.2f}   at executor step {steps:,}"
 
@@ -123,12 +133,9 @@ def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: 
     if evaluable:
         lines.append(f"Evaluate:  {python} -m mava_systems.evaluate "
                      f"--run_dir={shlex.quote(run_dir)} --episodes=100")
-    limit = system.max_executor_steps
-    # The limit counts across the parts of a run: continuing needs a higher one.
-    next_limit = (2 * limit if 2 * limit > steps_at_end else steps_at_end + limit) if limit else None
     lines.append("Resume:    " + resume_command(
         argv, system.run_dir, f"max_{getattr(system, 'executors_group', 'executor')}_steps",
-        next_limit))
+        resume_step_limit(system.max_executor_steps, steps_at_end)))
     return "\n".join(lines)
 
 

@@ -213,3 +213,15 @@ def test_the_readme_and_quickstart_show_the_summary_a_run_prints(short_run):
 
     assert labels(shown) == labels(printed)
     assert shown == shown_summary(os.path.join(ROOT, "docs", "quickstart.md"))
+
+
+@pytest.mark.parametrize("limit,steps_at_end,expected", [
+    (1000, 1000, 2000),  # finished: continuing needs a higher limit
+    (1000, 1012, 2000),  # finished a little past the limit
+    (1000, 2500, 3500),  # resumed past twice the first limit
+    (1000, 0, 1000),     # stopped by a failure at start-up: the same limit finishes it
+    (1000, 640, 1000),   # stopped early by a signal
+    (None, 640, None),   # no limit
+])
+def test_the_resume_line_keeps_the_limit_of_a_run_that_stopped_short(limit, steps_at_end, expected):
+    assert run_summary.resume_step_limit(limit, steps_at_end) == expected
