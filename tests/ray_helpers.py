@@ -14,16 +14,30 @@ RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::", "ray/_private", "ray/das
 
 
 def ray_processes():
-    """{pid: command line} of every Ray process running on this machine."""
+    """{pid: command line} of every Ray process running on this machine.
+
+    A zombie has ended: it only waits for its parent to reap it, and a Ray worker orphaned by
+    its raylet waits for the machine's PID 1, which in some containers never reaps.
+    """
     found = {}
-    for process in psutil.process_iter(["pid", "cmdline", "name"]):
+    for process in psutil.process_iter(["pid", "cmdline", "name", "status"]):
         try:
+            if process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
             command = " ".join(process.info["cmdline"] or [process.info["name"] or ""])
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         if any(marker in command for marker in RAY_PROCESS_MARKERS):
             found[process.info["pid"]] = command
     return found
+
+
+def is_running(pid):
+    """Whether process `pid` exists and has not ended (a zombie has ended; see `ray_processes`)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def assert_no_new_ray_processes(before, timeout_s=20.0):

@@ -17,14 +17,14 @@ import signal
 import subprocess
 import time
 
-import psutil
 import pytest
 
 from mava_systems.components.checkpointing import read_checkpoint
 from mava_systems.components.run_directory import read_status
 import program_helpers
 from program_helpers import launch_log, read_csv
-from ray_helpers import assert_no_new_ray_processes, node_pids, ray_processes, read_record
+from ray_helpers import (assert_no_new_ray_processes, is_running, node_pids, ray_processes,
+                         read_record)
 from test_madqn_program import SMALL_CONFIG, example_command, read_saves
 
 LOOPBACK = "127.0.0.1"
@@ -203,5 +203,5 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
     assert trainer_steps[restart:] == sorted(trainer_steps[restart:])
     assert trainer_steps[:restart] == sorted(trainer_steps[:restart])
 
-    assert not any(psutil.pid_exists(pid) for pid in node_pids(record))
+    assert not any(is_running(pid) for pid in node_pids(record))
 

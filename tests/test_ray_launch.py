@@ -13,7 +13,6 @@ import signal
 import threading
 
 import launchpad as lp
-import psutil
 import pytest
 
 from mava_systems import madqn, ray_launch
@@ -27,7 +26,8 @@ from mava_systems.ray_launch.runtime import NodeRuntime
 import program_helpers
 import ray_helpers
 from program_helpers import read_csv
-from ray_helpers import assert_no_new_ray_processes, node_pids, ray_processes, read_record
+from ray_helpers import (assert_no_new_ray_processes, is_running, node_pids, ray_processes,
+                         read_record)
 from test_madqn_program import SMALL_CONFIG
 
 LOOPBACK = "127.0.0.1"
@@ -195,7 +195,7 @@ def test_madqn_runs_on_a_local_ray_on_loopback_and_leaves_no_process(tmp_path):
     assert glob.glob(os.path.join(run_dir, "checkpoints", "replay", "*", "DONE"))
 
     assert_no_new_ray_processes(before)
-    assert not any(psutil.pid_exists(pid) for pid in node_pids(record))
+    assert not any(is_running(pid) for pid in node_pids(record))
 
 
 def test_proxies_reach_nodes_and_a_node_failing_too_often_stops_the_run(tmp_path):
@@ -223,7 +223,7 @@ def test_proxies_reach_nodes_and_a_node_failing_too_often_stops_the_run(tmp_path
     assert len(record["nodes"]["broken/0"]) >= 2 and len(record["nodes"]["caller/0"]) == 1
     assert record["restarts"]["broken/0"] >= 1 and record["restarts"]["caller/0"] == 0
     assert_no_new_ray_processes(before)
-    assert not any(psutil.pid_exists(pid) for pid in node_pids(record))
+    assert not any(is_running(pid) for pid in node_pids(record))
 
 
 def test_a_node_whose_loop_fails_is_restarted_not_the_program_stopped(tmp_path):
