@@ -22,6 +22,10 @@ from mava_systems.madqn.networks import mask_illegal, numpy_mask_illegal
 # action on a bound stays finite.
 _SQUASH_EPSILON = 1e-6
 
+# Gauss-Hermite quadrature under a standard normal z: E[f(z)] ~ sum_k weight_k f(point_k).
+_HERMITE_POINTS, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(64)
+_HERMITE_WEIGHTS = _HERMITE_WEIGHTS / math.sqrt(2.0 * math.pi)
+
 
 class CategoricalHead:
     """A categorical policy over `num_actions` logits with zero probability on illegal actions
@@ -97,7 +101,10 @@ class SquashedGaussianHead:
     The policy network outputs (mean, log_std) of u. The log-probability of an
     action is the density of the squashed distribution at that action (the
     Gaussian's at atanh of it, with the change-of-variables terms). The entropy
-    reported and maximised is the Gaussian's (the squashed one has no closed form).
+    reported and maximised is the squashed distribution's too, the entropy of
+    the actions sent to the environment: it is bounded (most for a spread close to
+    uniform over the bounds), where the Gaussian's grows without limit with its
+    standard deviation, so an entropy bonus on it would push actions onto the bounds.
     """
 
     discrete = False
@@ -130,11 +137,21 @@ class SquashedGaussianHead:
         return tf.reduce_sum(gaussian - jacobian, axis=-1)
 
     def entropy(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any) -> tf.Tensor:
-        """The entropy of the Gaussian on u, summed over dimensions: [...]."""
+        """The differential entropy of the squashed distribution (of the actions), summed over
+        dimensions: [...].
+
+        It is the Gaussian's entropy plus E[log |d action / du|], the expectation taken by
+        64-point Gauss-Hermite quadrature (deterministic, and differentiable in mean and log_std).
+        """
         del legal_actions
         mean, log_std = outputs
-        return tf.reduce_sum(tf.zeros_like(mean) + log_std + 0.5 * math.log(2.0 * math.pi * math.e),
-                             axis=-1)
+        unbounded = mean[..., None] + tf.exp(log_std)[..., None] * tf.constant(_HERMITE_POINTS, tf.float32)
+        # log(1 - tanh(u)^2), written so it stays finite for large |u|.
+        log_sech_squared = 2.0 * (math.log(2.0) - unbounded - tf.nn.softplus(-2.0 * unbounded))
+        expected_log_jacobian = (tf.reduce_sum(log_sech_squared * tf.constant(_HERMITE_WEIGHTS, tf.float32), axis=-1)
+                                 + tf.math.log(self._half_range))
+        gaussian = log_std + 0.5 * math.log(2.0 * math.pi * math.e)
+        return tf.reduce_sum(gaussian + expected_log_jacobian, axis=-1)
 
     def sample(self, outputs: Tuple[tf.Tensor, tf.Tensor], legal_actions: Any,
                generator: tf.random.Generator) -> Tuple[tf.Tensor, tf.Tensor]:
