@@ -95,17 +95,20 @@ def assert_final_checkpoint_evaluates(run_dir, above, episodes=4):
     """`python -m mava_systems.evaluate` restores the run's final trainer checkpoint (its step is
     at least the trainer's last logged one) and its greedy policy scores above `above`.
 
-    The score is required only when the run's own final evaluation round, played with the same
-    final weights at the stop, scored above `above` too: a policy that had collapsed by the
-    stop (IMPALA on CartPole sometimes does, for a while) scores like an untrained one, so its
-    return cannot tell a restored checkpoint from a fresh network.
+    The score is required only when the run's own final evaluation round, played with the
+    final weights at the stop, scored above `above` in a steady way (its mean less its standard
+    deviation above it): a policy collapsing at the stop (IMPALA on CartPole sometimes does, for
+    a while) scores like an untrained one in some episodes, so its return cannot tell a restored
+    checkpoint from a fresh network. (CI once saw a final round of 475 and 9, then 9 to 10 in
+    all 4 episodes of the checkpoint saved 11 trainer steps later.)
     """
     evaluation = evaluate_checkpoint(run_dir, f"--episodes={episodes}", "--seed=1")
     assert evaluation["trainer_steps"] >= int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
     final_rounds = [row for row in read_csv(run_dir, "evaluator") if row.get("final") == "1"]
     assert final_rounds, "the run played no final evaluation round at its stop"
-    if float(final_rounds[-1]["evaluation_return"]) > above:
-        assert evaluation["mean_return"] > above, (evaluation, final_rounds[-1])
+    final_round = final_rounds[-1]
+    if float(final_round["evaluation_return"]) - float(final_round["evaluation_return_std"]) > above:
+        assert evaluation["mean_return"] > above, (evaluation, final_round)
     return evaluation
 
 
