@@ -32,7 +32,7 @@ def multiwalker_state(env: Any) -> np.ndarray:
     ]
     package = world.package
     package_part = np.array([package.position.x, package.position.y, package.angle], np.float32)
-    return np.concatenate(walker_parts + [package_part]).astype(np.float32)
+    return np.concatenate(walker_parts + [package_part])
 
 
 # Environment name -> its state reader, where PettingZoo's own `state()` cannot be used as it is.

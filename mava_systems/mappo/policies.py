@@ -145,10 +145,12 @@ class SquashedGaussianHead:
         """
         del legal_actions
         mean, log_std = outputs
-        unbounded = mean[..., None] + tf.exp(log_std)[..., None] * tf.constant(_HERMITE_POINTS, tf.float32)
+        points = tf.constant(_HERMITE_POINTS, tf.float32)
+        weights = tf.constant(_HERMITE_WEIGHTS, tf.float32)
+        unbounded = mean[..., None] + tf.exp(log_std)[..., None] * points
         # log(1 - tanh(u)^2), written so it stays finite for large |u|.
         log_sech_squared = 2.0 * (math.log(2.0) - unbounded - tf.nn.softplus(-2.0 * unbounded))
-        expected_log_jacobian = (tf.reduce_sum(log_sech_squared * tf.constant(_HERMITE_WEIGHTS, tf.float32), axis=-1)
+        expected_log_jacobian = (tf.reduce_sum(log_sech_squared * weights, axis=-1)
                                  + tf.math.log(self._half_range))
         gaussian = log_std + 0.5 * math.log(2.0 * math.pi * math.e)
         return tf.reduce_sum(gaussian + expected_log_jacobian, axis=-1)
