@@ -3,14 +3,17 @@
     python -m mava_systems.evaluate --run_dir=runs/spread --episodes=100 --seed=0
 
 Prints the mean return over the episodes with a 95% confidence interval, and
-as its last line a JSON object with the figures.
+as its last line a JSON object with the figures. `--checkpoint` picks another
+checkpoint than the latest. With `--record=episode.gif` (or .mp4, or .txt for
+environments that render text) it records the episodes instead: see
+`mava_systems.recording`.
 """
 
 import dataclasses
 import json
 import os
 import threading
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import app, flags
 from acme.utils import counting, loggers
@@ -19,8 +22,8 @@ import scipy.stats
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems import registry
-from mava_systems.components.checkpointing import latest_readable_checkpoint
+from mava_systems import recording, registry
+from mava_systems.components.checkpointing import indexed_checkpoints, latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.run_directory import RUN_FILE
 from mava_systems.system import DistributedSystem
@@ -79,11 +82,25 @@ def _is_network_state(value: Any) -> bool:
     return isinstance(value, (tf.Module, tf.Variable)) and not isinstance(value, snt.Optimizer)
 
 
-def restore_trainer(system: Any) -> Tuple[Any, str]:
+def chosen_checkpoint(directory: str, checkpoint: str) -> str:
+    """The path of `checkpoint` (a path, or a name such as "ckpt-3" in `directory`), checked to exist."""
+    path = checkpoint if os.path.dirname(checkpoint) else os.path.join(directory, checkpoint)
+    if not os.path.exists(path + ".index"):
+        indexed = [os.path.basename(indexed) for indexed in indexed_checkpoints(directory)]
+        raise ValueError(f"no checkpoint {path}; {directory} has "
+                         f"{', '.join(indexed) if indexed else 'none'}")
+    return path
+
+
+def restore_trainer(system: Any, checkpoint: Optional[str] = None) -> Tuple[Any, str]:
     """A trainer of the system (serving variables; never stepped) whose networks are restored
-    from the latest readable trainer checkpoint, and that checkpoint's path."""
+    from `checkpoint` (see `chosen_checkpoint`), by default the latest readable trainer
+    checkpoint, and that checkpoint's path."""
     directory = os.path.join(system.run_dir, "checkpoints", "trainer")
-    latest = latest_readable_checkpoint(directory)  # Skips damaged ones, with a warning.
+    if checkpoint is not None:
+        latest = chosen_checkpoint(directory, checkpoint)
+    else:
+        latest = latest_readable_checkpoint(directory)  # Skips damaged ones, with a warning.
     if latest is None:
         raise ValueError(f"no trainer checkpoint in {directory}")
     trainer = system.builder.make_trainer(
@@ -98,28 +115,80 @@ def restore_trainer(system: Any) -> Tuple[Any, str]:
     return trainer, latest
 
 
-def evaluate(run_dir: str, episodes: int, seed: int = 0) -> Dict[str, Any]:
-    """Greedy returns of the latest checkpoint over `episodes` episodes (each, and their mean
-    with a 95% interval), for any system with a builder and a `greedy_executor`."""
-    if episodes < 2:
-        raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
+def evaluation_environment(system: Any, seed: int) -> Any:
+    """The environment greedy episodes are played in: the system's, made for evaluation."""
+    return system.environment_factory(evaluation=True, seed=seed)
+
+
+def play_greedy(run_dir: str, episodes: int, seed: int = 0, checkpoint: Optional[str] = None,
+                make_environment: Callable[[Any, int], Any] = evaluation_environment,
+                observers: Sequence[Any] = ()) -> Tuple[str, int, List[Dict[str, Any]]]:
+    """Plays `episodes` greedy episodes of a run's checkpoint (the latest by default) in
+    `make_environment(system, seed)`, seen by `observers` (Acme `EnvLoopObserver`s).
+
+    Returns the checkpoint's path, its trainer steps and each episode's statistics
+    (`EnvironmentLoop.run_episode`'s). The same seed plays the same episodes.
+    """
     system = load_system(run_dir)
     if not can_evaluate(system):
         raise ValueError(f"{type(system).__name__} has no builder or greedy executor to "
                          "evaluate with")
-    trainer, checkpoint = restore_trainer(system)
-    executor, variable_client = system.greedy_executor(trainer, seed)
-    variable_client.update_and_wait()
-    environment = system.environment_factory(evaluation=True, seed=seed)
-    loop = EnvironmentLoop(environment, executor, counting.Counter(), stop_event=threading.Event())
-    returns = np.array([loop.run_episode()["episode_return"] for _ in range(episodes)])
+    environment = make_environment(system, seed)
+    try:
+        trainer, checkpoint = restore_trainer(system, checkpoint)
+        executor, variable_client = system.greedy_executor(trainer, seed)
+        variable_client.update_and_wait()
+        loop = EnvironmentLoop(environment, executor, counting.Counter(),
+                               stop_event=threading.Event(), observers=observers)
+        played = [loop.run_episode() for _ in range(episodes)]
+    finally:
+        environment.close()
+    return checkpoint, trainer.num_steps, played
+
+
+def evaluate(run_dir: str, episodes: int, seed: int = 0,
+             checkpoint: Optional[str] = None) -> Dict[str, Any]:
+    """Greedy returns of the latest (or a chosen) checkpoint over `episodes` episodes (each, and
+    their mean with a 95% interval), for any system with a builder and a `greedy_executor`."""
+    if episodes < 2:
+        raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
+    checkpoint, trainer_steps, played = play_greedy(run_dir, episodes, seed, checkpoint)
+    returns = np.array([episode["episode_return"] for episode in played])
     mean = float(returns.mean())
     half_width = float(scipy.stats.t.ppf(0.975, episodes - 1) * returns.std(ddof=1)
                        / np.sqrt(episodes))
-    return {"checkpoint": checkpoint, "trainer_steps": trainer.num_steps,
+    return {"checkpoint": checkpoint, "trainer_steps": trainer_steps,
             "episodes": episodes, "seed": seed, "mean_return": mean,
             "ci95_low": mean - half_width, "ci95_high": mean + half_width,
             "std_return": float(returns.std(ddof=1)), "returns": returns.tolist()}
+
+
+def record(run_dir: str, path: str, episodes: int = 1, seed: int = 0,
+           checkpoint: Optional[str] = None, fps: float = recording.DEFAULT_FPS,
+           max_size: Optional[int] = None, frame_skip: int = 1) -> Dict[str, Any]:
+    """Plays `episodes` greedy episodes of a run's latest (or a chosen) checkpoint and writes
+    them to `path`, a .gif, .mp4 or .txt (see `mava_systems.recording`); the same seed plays
+    the same episodes as `evaluate`.
+
+    Returns the checkpoint, its trainer steps, the path, the number of frames and each
+    episode's return and length.
+    """
+    render_mode = recording.FORMATS[recording.recording_suffix(path)]
+    if episodes < 1:
+        raise ValueError(f"episodes must be at least 1, got {episodes}")
+    if fps <= 0:
+        raise ValueError(f"fps must be positive, got {fps}")
+    recorder = recording.EpisodeRecorder(frame_skip)
+    checkpoint, trainer_steps, played = play_greedy(
+        run_dir, episodes, seed, checkpoint,
+        make_environment=lambda system, seed: recording.rendering_environment(
+            system.environment_factory, render_mode, seed),
+        observers=[recorder])
+    recording.write_recording(path, recorder.frames, fps, max_size)
+    return {"checkpoint": checkpoint, "trainer_steps": trainer_steps, "path": path,
+            "frames": len(recorder.frames), "episodes": episodes, "seed": seed,
+            "returns": [episode["episode_return"] for episode in played],
+            "episode_lengths": [episode["episode_length"] for episode in played]}
 
 
 def define_flags() -> None:
@@ -127,13 +196,32 @@ def define_flags() -> None:
     flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
     flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
     flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
+    flags.DEFINE_string("checkpoint", None, "A trainer checkpoint to use instead of the latest "
+                        "(a path, or a name such as ckpt-3 in <run_dir>/checkpoints/trainer).")
+    flags.DEFINE_string("record", None, "Record the episodes to this file instead of scoring "
+                        "them: .gif or .mp4 (environments drawing images), .txt (text).")
+    flags.DEFINE_float("record_fps", recording.DEFAULT_FPS, "Frames per second of --record.")
+    flags.DEFINE_integer("record_max_size", None, "Shrink --record's frames so that their "
+                         "longer side is at most this many pixels.")
+    flags.DEFINE_integer("record_frame_skip", 1, "Keep every k-th step of --record (and the "
+                         "first and last).")
 
 
 def main(argv: Sequence[str]) -> None:
     del argv
     if not flags.FLAGS.run_dir:
         raise app.UsageError("--run_dir is required")
-    result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed)
+    if flags.FLAGS.record:
+        result = record(flags.FLAGS.run_dir, flags.FLAGS.record, flags.FLAGS.episodes,
+                        flags.FLAGS.seed, flags.FLAGS.checkpoint, flags.FLAGS.record_fps,
+                        flags.FLAGS.record_max_size, flags.FLAGS.record_frame_skip)
+        print(f"{result['checkpoint']}: recorded {result['episodes']} greedy episodes "
+              f"({result['frames']} frames, returns "
+              f"{', '.join(f'{value:.3f}' for value in result['returns'])}) to {result['path']}")
+        print(json.dumps(result))
+        return
+    result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed,
+                      flags.FLAGS.checkpoint)
     print(f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
           f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
           f"{result['ci95_high']:.3f})")

@@ -1,6 +1,6 @@
 """Appending each agent's one-hot index to its observation."""
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Union
 
 import dm_env
 import numpy as np
@@ -59,6 +59,17 @@ class AgentIDObservations(MultiAgentEnvironment):
 
     def step(self, actions: Dict[str, Any]) -> dm_env.TimeStep:
         return self._with_ids(self._environment.step(actions))
+
+    @property
+    def render_modes(self) -> List[str]:
+        return self._environment.render_modes
+
+    @property
+    def render_mode(self) -> Optional[str]:
+        return self._environment.render_mode
+
+    def render(self) -> Union[np.ndarray, str, None]:
+        return self._environment.render()
 
     def close(self) -> None:
         self._environment.close()

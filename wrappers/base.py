@@ -1,7 +1,7 @@
 """The interface every multi-agent environment of this project implements."""
 
 import abc
-from typing import Dict, List
+from typing import Dict, List, Optional, Union
 
 import dm_env
 import numpy as np
@@ -56,6 +56,20 @@ class MultiAgentEnvironment(dm_env.Environment):
     def get_extras(self) -> Dict[str, np.ndarray]:
         """Extra data about the current step that is not any agent's observation."""
         return {}
+
+    @property
+    def render_modes(self) -> List[str]:
+        """The render modes the environment can be made with ("rgb_array", "ansi", ...); [] if none."""
+        return []
+
+    @property
+    def render_mode(self) -> Optional[str]:
+        """How `render()` draws: "rgb_array" (an (H, W, 3) uint8 image), "ansi" (text) or None."""
+        return None
+
+    def render(self) -> Union[np.ndarray, str, None]:
+        """The current state drawn as `render_mode` says; None if the environment was made without one."""
+        return None
 
     def num_actions(self, agent: str) -> int:
         """The length of `agent`'s legal_actions vector (its number of discrete actions)."""

@@ -25,6 +25,7 @@ class SingleAgentParallelEnv(ParallelEnv):
         self.possible_agents = [AGENT]
         self.agents = []
         self.render_mode = getattr(env, "render_mode", None)
+        self.metadata = {**self.metadata, "render_modes": list(env.metadata.get("render_modes", []))}
 
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         """The Gymnasium env's observation space (the only agent's)."""

@@ -1,6 +1,6 @@
 """What the PettingZoo parallel and AEC wrappers share: specs, seeding, actions and timestep assembly."""
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Union
 
 import dm_env
 import numpy as np
@@ -88,6 +88,20 @@ class PettingZooWrapperBase(MultiAgentEnvironment):
             "environment", "env_state", self._state_reader(self._env), self._state_spec.dtype, self._state_spec.shape
         )
         return {"env_state": state}
+
+    @property
+    def render_modes(self) -> List[str]:
+        """The render modes of the wrapped environment (its metadata's "render_modes")."""
+        return list((getattr(self._env, "metadata", None) or {}).get("render_modes", []))
+
+    @property
+    def render_mode(self) -> Optional[str]:
+        """The render mode the wrapped environment was made with (None: it does not render)."""
+        return getattr(self._env, "render_mode", None)
+
+    def render(self) -> Union[np.ndarray, str, None]:
+        """The wrapped environment's rendering of its current state; None without a render mode."""
+        return None if self.render_mode is None else self._env.render()
 
     def close(self) -> None:
         """Closes the wrapped environment."""

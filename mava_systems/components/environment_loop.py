@@ -2,10 +2,10 @@
 
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Protocol
+from typing import Any, Callable, Dict, Optional, Protocol, Sequence
 
 from absl import logging
-from acme.utils import counting, loggers
+from acme.utils import counting, loggers, observers as observers_lib
 import dm_env
 import numpy as np
 
@@ -60,6 +60,10 @@ class EnvironmentLoop:
     `abandon_episode`, if it has one, forgets its unwritten steps) and starts a
     new one; after `MAX_FAILED_EPISODES` failed episodes in a row it raises
     `EnvironmentFailure`, which stops the program with that error.
+
+    `observers` (Acme's `EnvLoopObserver`s) see the environment after every
+    reset and step (e.g. to render it); their `get_metrics()` join the episode's
+    statistics.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class EnvironmentLoop:
         stop_event: Optional[threading.Event] = None,
         step_limit: Optional[int] = None,
         steps_key: str = "executor_steps",
+        observers: Sequence[observers_lib.EnvLoopObserver] = (),
     ):
         self._environment = environment
         self._executor = executor
@@ -82,6 +87,7 @@ class EnvironmentLoop:
         self._step_limit = step_limit
         self._steps_key = steps_key
         self._with_extras = bool(getattr(executor, "observes_extras", False))
+        self._observers = tuple(observers)
 
     def _extras(self) -> tuple:
         """The environment's extras as further arguments of the executor's observe calls (if it
@@ -97,6 +103,8 @@ class EnvironmentLoop:
         start = time.time()
         timestep = self._call_environment("reset")
         self._executor.observe_first(timestep, *self._extras())
+        for observer in self._observers:
+            observer.observe_first(self._environment, timestep)
         agents = list(timestep.observation)
         returns = np.zeros(len(agents), dtype=np.float64)
         # Per agent, the steps it could act in (any legal action): all of them for agents
@@ -110,6 +118,8 @@ class EnvironmentLoop:
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._call_environment("step", actions)
             self._executor.observe(actions, timestep, *self._extras())
+            for observer in self._observers:
+                observer.observe(self._environment, timestep, actions)
             self._executor.update()
             returns += [timestep.reward[agent] for agent in agents]
             steps += 1
@@ -125,6 +135,8 @@ class EnvironmentLoop:
             **{f"episode_length/{agent}": int(value) for agent, value in zip(agents, lengths)},
             **complete_counts(counts),
         }
+        for observer in self._observers:
+            result.update(observer.get_metrics())
         if self._extra_log_fn is not None:
             result.update(self._extra_log_fn())
         self._logger.write(result)
