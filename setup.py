@@ -20,6 +20,9 @@ setuptools.setup(
         "numpy==1.23.5",
         "pettingzoo[sisl,butterfly]==1.27.0",
         "mpe2==1.1.1",
+        "pillow==12.3.0",
+        "imageio==2.38.0",
     ],
-    extras_require={"test": ["pytest", "pytest-timeout"], "dev": ["pytest", "pytest-timeout"]},
+    extras_require={"test": ["pytest", "pytest-timeout"], "dev": ["pytest", "pytest-timeout"],
+                    "video": ["imageio-ffmpeg==0.8.1"]},
 )

@@ -120,6 +120,10 @@ class RunConfig:
 
     evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
     evaluation_episodes: int = bounded(4, 1, doc="Greedy episodes per evaluation round.")
+    evaluation_video_every_rounds: int = bounded(
+        0, 0, doc="Record one more greedy episode every this many evaluation rounds (and at the "
+                  "final round) as <run_dir>/videos/steps_<executor steps>.gif, shown in "
+                  "TensorBoard's images; 0: never. The environment must render images.")
     checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
                                            doc="Seconds between checkpoints.")
     max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")

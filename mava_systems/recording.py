@@ -11,6 +11,7 @@ those that render text (`debug/line_world_v0`) to a `.txt` transcript.
 """
 
 import dataclasses
+import importlib.util
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
@@ -112,6 +113,12 @@ def rendering_environment(factory: Any, render_mode: str, seed: int) -> Any:
     return with_render_mode(factory, render_mode)(evaluation=True, seed=seed)
 
 
+def check_renders(factory: Any, render_mode: str) -> None:
+    """Raises ValueError (see `rendering_environment`) unless `factory`'s environments can
+    render in `render_mode`."""
+    rendering_environment(factory, render_mode, seed=0).close()
+
+
 def labelled_image(frame: Frame, max_size: Optional[int] = None) -> np.ndarray:
     """The frame's image (shrunk so its longer side is at most `max_size`) with its label drawn
     in its top-left corner."""
@@ -166,6 +173,9 @@ def recording_suffix(path: str) -> str:
     if suffix not in FORMATS:
         raise ValueError(f"cannot record to {path!r}: the file must end in "
                          f"{', '.join(FORMATS)} (.txt for environments that render text)")
+    if suffix == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ValueError(f"cannot record to {path!r}: MP4 needs imageio-ffmpeg "
+                         "(pip install imageio-ffmpeg==0.8.1); .gif needs nothing more")
     return suffix
 
 
@@ -179,7 +189,10 @@ class EvaluationVideos:
         in `environment` seen by `recorder` (counting nothing of the program's).
       environment_factory: the system's factory; its environment is re-made to render images.
       seed: the recording environment's seed.
+      every_rounds: rounds between recordings (at least 1).
       image_writer: `image_writer(gif_bytes, height, width, step)` shows the GIF in TensorBoard.
+      max_size: the longer side of the frames, in pixels (None: as rendered).
+      fps: frames per second.
     """
 
     def __init__(self, run_dir: str, make_loop: Callable[[Any, EpisodeRecorder], Any],

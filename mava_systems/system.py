@@ -17,13 +17,13 @@ from acme.utils import counting
 import launchpad as lp
 import reverb
 
-from mava_systems import registry
+from mava_systems import recording, registry
 from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
-from mava_systems.components.logging import make_logger
+from mava_systems.components.logging import TensorBoardLogger, make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
                                                    check_writable, drop_partial_log_rows, hold,
@@ -159,8 +159,11 @@ class DistributedSystem:
 
         Raises:
           ValueError: if the directory is a file, cannot be written, is in use by
-            another running program, or holds a run this configuration cannot continue.
+            another running program, or holds a run this configuration cannot continue;
+            or if evaluation videos are asked for and the environment draws no images.
         """
+        if getattr(self.config, "evaluation_video_every_rounds", 0):
+            recording.check_renders(self.environment_factory, recording.RGB)
         check_writable(self.run_dir)
         hold(self.run_dir)  # Before anything changes: refused if another program writes here.
         if start_fresh:
@@ -242,7 +245,25 @@ class DistributedSystem:
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
-                         self.config.evaluation_episodes, self.config.evaluation_interval_s)
+                         self.config.evaluation_episodes, self.config.evaluation_interval_s,
+                         videos=self.evaluation_videos(executor))
+
+    def evaluation_videos(self, executor: Any) -> Optional[recording.EvaluationVideos]:
+        """The evaluator's recordings of `executor`'s greedy episodes (None unless
+        `config.evaluation_video_every_rounds`), in TensorBoard's run `evaluator_videos`."""
+        every_rounds = getattr(self.config, "evaluation_video_every_rounds", 0)
+        if not every_rounds:
+            return None
+        images = TensorBoardLogger(os.path.join(self.run_dir, "tensorboard", "evaluator_videos"),
+                                   "evaluator")
+        return recording.EvaluationVideos(
+            self.run_dir,
+            # Its own counter: recorded episodes are not counted as the program's.
+            lambda environment, recorder: EnvironmentLoop(
+                environment, executor, counting.Counter(), observers=[recorder]),
+            self.environment_factory, self.config.seed + EVALUATOR_SEED_OFFSET, every_rounds,
+            lambda gif, height, width, step: images.write_image("episode", gif, height, width,
+                                                                step))
 
     def greedy_executor(self, variable_source: Any, seed: int) -> Tuple[Any, Any]:
         """An executor acting greedily (no exploration) with the source's variables, and the

@@ -1,7 +1,7 @@
 """The evaluator: greedy rounds of episodes with the latest variables, every few seconds."""
 
 import threading
-from typing import Callable
+from typing import Any, Callable, Optional
 
 from acme.utils import counting, loggers
 import launchpad as lp
@@ -17,11 +17,12 @@ class Evaluator:
 
     def __init__(self, loop: EnvironmentLoop, fetch_variables: Callable[[], None],
                  counter: counting.Counter, logger: loggers.Logger, episodes: int,
-                 interval_s: float):
+                 interval_s: float, videos: Optional[Any] = None):
         """`fetch_variables()` must copy the source's latest variables into the loop's executor.
 
         (An executor's own `update(wait=True)` would not do: its variable client only
-        fetches every `variable_update_period` calls.)
+        fetches every `variable_update_period` calls.) `videos` (a
+        `recording.EvaluationVideos`), if given, may record an episode after each round.
         """
         self._loop = loop
         self._fetch_variables = fetch_variables
@@ -31,6 +32,7 @@ class Evaluator:
         self._interval_s = interval_s
         self._lock = threading.Lock()  # Rounds of `run` and `final_evaluation` take turns.
         self._final_done = False
+        self._videos = videos
 
     def evaluate(self, final: bool = False) -> dict:
         """Fetches the latest variables, plays one round and logs its summary.
@@ -68,6 +70,8 @@ class Evaluator:
             "final": int(final),
         }
         self._logger.write(result)
+        if self._videos is not None:
+            self._videos.after_round(int(result.get("executor_steps", 0)), final)
         return result
 
     def run(self) -> None:

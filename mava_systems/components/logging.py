@@ -59,6 +59,17 @@ class TensorBoardLogger(loggers.Logger):
                                                summary=summary))
         self._rows += 1
 
+    def write_image(self, key: str, encoded: bytes, height: int, width: int, step: int) -> None:
+        """Writes an encoded image tagged `<label>/<key>`: a PNG, or an animated GIF, which
+        TensorBoard's images dashboard plays."""
+        image = summary_pb2.Summary.Image(height=height, width=width, colorspace=3,
+                                          encoded_image_string=encoded)
+        summary = summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag=f"{self._label}/{key}", image=image)])
+        self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=int(step),
+                                               summary=summary))
+        self._writer.flush()  # Rare and large: on disk at once.
+
     def close(self) -> None:
         self._writer.close()
 
