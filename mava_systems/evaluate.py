@@ -215,7 +215,8 @@ def main(argv: Sequence[str]) -> None:
         result = record(flags.FLAGS.run_dir, flags.FLAGS.record, flags.FLAGS.episodes,
                         flags.FLAGS.seed, flags.FLAGS.checkpoint, flags.FLAGS.record_fps,
                         flags.FLAGS.record_max_size, flags.FLAGS.record_frame_skip)
-        print(f"{result['checkpoint']}: recorded {result['episodes']} greedy episodes "
+        episodes = f"{result['episodes']} greedy episode{'s' if result['episodes'] > 1 else ''}"
+        print(f"{result['checkpoint']}: recorded {episodes} "
               f"({result['frames']} frames, returns "
               f"{', '.join(f'{value:.3f}' for value in result['returns'])}) to {result['path']}")
         print(json.dumps(result))
