@@ -148,3 +148,25 @@ def test_the_evaluator_records_every_k_rounds_into_videos_and_tensorboard(tmp_pa
     width, height, gif = event.tensor_proto.string_val
     assert (int(width), int(height)) == (320, 320)
     assert gif == open(os.path.join(videos, "steps_0.gif"), "rb").read()
+
+
+@pytest.mark.parametrize("name", ["mpe/simple_spread_v3", "sisl/pursuit_v5",
+                                  "butterfly/cooperative_pong_v6", "classic/tictactoe_v3",
+                                  "gymnasium/CartPole-v1"])
+def test_every_family_that_draws_images_is_re_made_to_render_them(name):
+    factory = wrappers.make_environment_factory(name)
+    if name.startswith("mpe"):  # As MADQN makes it.
+        factory = wrappers.WithAgentIDs(factory)
+    environment = recording.rendering_environment(factory, recording.RGB, seed=0)
+    assert environment.render_mode == recording.RGB
+    timestep = environment.reset()
+    first = environment.render()
+    assert first.dtype == np.uint8 and first.ndim == 3 and first.shape[2] == 3
+    recorder = recording.EpisodeRecorder()
+    recorder.observe_first(environment, timestep)
+    recorder.observe(environment, environment.step(
+        {agent: 0 for agent in environment.agents}), None)
+    assert [(frame.episode, frame.step) for frame in recorder.frames] == [(1, 0), (1, 1)]
+    image = recording.labelled_image(recorder.frames[1], max_size=100)
+    assert max(image.shape[:2]) == 100
+    environment.close()
