@@ -178,6 +178,8 @@ def record(run_dir: str, path: str, episodes: int = 1, seed: int = 0,
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     if fps <= 0:
         raise ValueError(f"fps must be positive, got {fps}")
+    if max_size is not None and max_size < 2:
+        raise ValueError(f"max_size must be at least 2 pixels, got {max_size}")
     recorder = recording.EpisodeRecorder(frame_skip)
     checkpoint, trainer_steps, played = play_greedy(
         run_dir, episodes, seed, checkpoint,
@@ -194,7 +196,7 @@ def record(run_dir: str, path: str, episodes: int = 1, seed: int = 0,
 def define_flags() -> None:
     """This command's flags (not defined on import: a program importing `evaluate` has its own)."""
     flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
-    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play.")
+    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play (1 with --record unless given).")
     flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
     flags.DEFINE_string("checkpoint", None, "A trainer checkpoint to use instead of the latest "
                         "(a path, or a name such as ckpt-3 in <run_dir>/checkpoints/trainer).")
@@ -212,7 +214,8 @@ def main(argv: Sequence[str]) -> None:
     if not flags.FLAGS.run_dir:
         raise app.UsageError("--run_dir is required")
     if flags.FLAGS.record:
-        result = record(flags.FLAGS.run_dir, flags.FLAGS.record, flags.FLAGS.episodes,
+        episodes = flags.FLAGS.episodes if flags.FLAGS["episodes"].present else 1
+        result = record(flags.FLAGS.run_dir, flags.FLAGS.record, episodes,
                         flags.FLAGS.seed, flags.FLAGS.checkpoint, flags.FLAGS.record_fps,
                         flags.FLAGS.record_max_size, flags.FLAGS.record_frame_skip)
         episodes = f"{result['episodes']} greedy episode{'s' if result['episodes'] > 1 else ''}"

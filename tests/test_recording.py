@@ -100,9 +100,10 @@ def test_the_command_records_and_prints_the_returns(line_world_run, tmp_path):
     path = str(tmp_path / "episode.txt")
     output = subprocess.run(
         [sys.executable, "-m", "mava_systems.evaluate", f"--run_dir={line_world_run}",
-         "--episodes=1", f"--record={path}", "--checkpoint=ckpt-1"],
+         f"--record={path}", "--checkpoint=ckpt-1"],
         check=True, capture_output=True, text=True).stdout
     result = json.loads(output.strip().splitlines()[-1])
+    # One episode unless --episodes says otherwise.
     assert result["checkpoint"].endswith("ckpt-1") and result["frames"] == LINE_WORLD_STEPS + 1
     assert os.path.getsize(path) > 0
 
@@ -116,6 +117,10 @@ def test_bad_recordings_get_clear_errors(line_world_run, tmp_path):
         evaluate.record(line_world_run, str(tmp_path / "episode.gif"))
     with pytest.raises(ValueError, match="must end in .gif, .mp4, .txt"):
         evaluate.record(line_world_run, str(tmp_path / "episode.avi"))
+    with pytest.raises(ValueError, match="frame_skip must be at least 1, got 0"):
+        evaluate.record(line_world_run, str(tmp_path / "episode.txt"), frame_skip=0)
+    with pytest.raises(ValueError, match="max_size must be at least 2 pixels, got 0"):
+        evaluate.record(line_world_run, str(tmp_path / "episode.txt"), max_size=0)
     with pytest.raises(ValueError, match="no checkpoint .*ckpt-9; .* has ckpt-1"):
         evaluate.record(line_world_run, str(tmp_path / "episode.txt"), checkpoint="ckpt-9")
     assert not any(name.startswith("episode") for name in os.listdir(tmp_path))
