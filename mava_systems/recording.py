@@ -61,17 +61,20 @@ class EpisodeRecorder(observers.EnvLoopObserver):
         self._return = 0.0
 
     def observe_first(self, env: dm_env.Environment, timestep: dm_env.TimeStep) -> None:
+        """Starts an episode with its step-0 frame."""
         self._episode += 1
         self._step, self._return = 0, 0.0
         self._keep(env)
 
     def observe(self, env: dm_env.Environment, timestep: dm_env.TimeStep, action: Any) -> None:
+        """Adds the step's rewards to the return and keeps its frame (unless skipped)."""
         self._step += 1
         self._return += float(sum(np.sum(reward) for reward in timestep.reward.values()))
         if timestep.last() or self._step % self._frame_skip == 0:
             self._keep(env)
 
     def get_metrics(self) -> Dict[str, int]:
+        """Nothing: the frames are in `frames`."""
         return {}
 
     def _keep(self, env: Any) -> None:

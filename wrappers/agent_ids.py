@@ -62,13 +62,16 @@ class AgentIDObservations(MultiAgentEnvironment):
 
     @property
     def render_modes(self) -> List[str]:
+        """The wrapped environment's render modes."""
         return self._environment.render_modes
 
     @property
     def render_mode(self) -> Optional[str]:
+        """The wrapped environment's render mode."""
         return self._environment.render_mode
 
     def render(self) -> Union[np.ndarray, str, None]:
+        """The wrapped environment's rendering (agent IDs are not drawn)."""
         return self._environment.render()
 
     def close(self) -> None:
