@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -174,13 +175,26 @@ def available_environments() -> Dict[str, List[str]]:
 _SCRIPT_MODULE_PREFIX = "_mava_environments_of_"
 
 
+def _importable_as(module_name: str, file_name: Optional[str]) -> bool:
+    """Whether a fresh process finds `file_name` by importing `module_name` (a top-level name
+    is looked up on sys.path; a module of a package is taken to be importable)."""
+    if "." in module_name or not file_name:
+        return True
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(module_name)
+        return spec is not None and spec.origin is not None and os.path.samefile(spec.origin, file_name)
+    except (OSError, ImportError, ValueError):
+        return False
+
+
 def _caller_registration(depth: int) -> Optional[str]:
-    """Where the code `depth` frames up is: its module's name, or for a script (`__main__`,
-    or one imported again by path) its file's absolute path; None in an interactive session."""
+    """Where the code `depth` frames up is: its module's name, or for a script (`__main__`, or
+    a file imported by path under a name no fresh process would find) its file's absolute path;
+    None in an interactive session."""
     frame = sys._getframe(depth + 1)  # pylint: disable=protected-access
     module_name = frame.f_globals.get("__name__", "")
     file_name = frame.f_globals.get("__file__")
-    if module_name == "__main__" or module_name.startswith(_SCRIPT_MODULE_PREFIX):
+    if module_name == "__main__" or not _importable_as(module_name, file_name):
         return os.path.abspath(file_name) if file_name else None
     return module_name or None
 
@@ -195,6 +209,7 @@ def import_registration(registration: Optional[str]) -> None:
         return
     try:
         if registration.endswith(".py"):
+            registration = os.path.abspath(registration)
             digest = hashlib.sha1(registration.encode()).hexdigest()[:8]
             module_name = f"{_SCRIPT_MODULE_PREFIX}{digest}"
             if module_name in sys.modules:
