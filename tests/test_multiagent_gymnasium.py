@@ -1,6 +1,7 @@
 """Gymnasium multi-agent environments with Tuple spaces: Level-Based Foraging ("lbf/<id>"), Robotic
 Warehouse ("rware/<id>") and a user's own, through the one adapter (`TupleSpaceParallelEnv`)."""
 
+import threading
 from typing import Any, Dict, List
 
 import dm_env
@@ -200,3 +201,23 @@ def test_only_tuple_space_envs_are_adapted():
         TupleSpaceParallelEnv(gymnasium.make("CartPole-v1"))
     with pytest.raises(ValueError, match="expected a PettingZoo ParallelEnv"):
         wrappers.wrap_environment(object())
+
+
+def test_rware_environments_reset_safely_in_threads():
+    # Executors and the evaluator of a local_mt program reset their environments in threads at once.
+    envs = [wrappers.make_environment_factory(RWARE, max_steps=5)(seed=seed) for seed in range(4)]
+    errors = []
+
+    def play(env):
+        try:
+            for _ in range(40):
+                run_episode(env, np.random.default_rng(0))
+        except Exception as error:  # pylint: disable=broad-except
+            errors.append(error)
+
+    threads = [threading.Thread(target=play, args=(env,)) for env in envs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors

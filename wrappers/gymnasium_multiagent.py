@@ -7,7 +7,9 @@ Environments such as Level-Based Foraging and Robotic Warehouse are single Gymna
 `agent_0`, `agent_1`, ...
 """
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+import contextlib
+import threading
+from typing import Any, Callable, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import gymnasium
 from gymnasium import spaces
@@ -25,10 +27,13 @@ class TupleEnvReaders(NamedTuple):
         over; True if it ended at a time limit (a truncation: the discount stays 1) rather
         than in a terminal state.
       legal_actions: the unwrapped env's per-agent 0/1 masks of legal actions.
+      reset_lock: held while the env resets, for envs whose reset is not thread-safe (the
+        executors and the evaluator of a `local_mt` program are threads of one process).
     """
 
     ended_by_time_limit: Optional[Callable[[Any], bool]] = None
     legal_actions: Optional[Callable[[Any], Sequence[np.ndarray]]] = None
+    reset_lock: Optional[ContextManager[Any]] = None
 
 
 def _lbf_legal_actions(env: Any) -> List[np.ndarray]:
@@ -50,8 +55,11 @@ KNOWN_ENVIRONMENTS: Dict[str, TupleEnvReaders] = {
         ended_by_time_limit=lambda env: bool(env.field.sum() > 0),
         legal_actions=_lbf_legal_actions),
     # Robotic Warehouse 2.0.0 has no terminal states: episodes end at `max_steps` or after
-    # `max_inactivity_steps` without a delivery, both limits on time.
-    "rware.warehouse:Warehouse": TupleEnvReaders(ended_by_time_limit=lambda env: True),
+    # `max_inactivity_steps` without a delivery, both limits on time. Its reset numbers the
+    # agents and shelves with class-level counters shared by every Warehouse of the process:
+    # two resetting at once give agents ids beyond the last (an IndexError in the package).
+    "rware.warehouse:Warehouse": TupleEnvReaders(ended_by_time_limit=lambda env: True,
+                                                 reset_lock=threading.Lock()),
 }
 
 
@@ -128,7 +136,8 @@ class TupleSpaceParallelEnv(ParallelEnv):
     def reset(self, seed: Optional[int] = None,
               options: Optional[dict] = None) -> Tuple[Dict[str, Any], Dict[str, dict]]:
         """Resets the env; observations and infos are keyed by agent."""
-        observations, info = self.env.reset(seed=seed, options=options)
+        with self._readers.reset_lock or contextlib.nullcontext():
+            observations, info = self.env.reset(seed=seed, options=options)
         self.agents = list(self.possible_agents)
         return self._by_agent(observations), self._infos(info)
 
