@@ -19,9 +19,11 @@ from program_helpers import ROOT, evaluate_checkpoint, read_csv, stop_count
 FAST = ["--evaluation_interval_s=1", "--terminal_log_interval_s=5", "--progress_interval_s=0"]
 LBF_QMIX = ["--min_replay_size=100", "--batch_size=32", "--n_step=3", "--mixing_embed_dim=8",
             "--hypernet_hidden_size=16", *FAST]
-# 25-step episodes; MAPPO trains on 2 sequences of 10 steps (and their bootstrap step).
+# 25-step episodes; MAPPO trains on 2 sequences of 10 steps (and their bootstrap step). A short
+# queue makes the executor wait for the trainer, so that it has trained before the stop.
 RWARE_MAPPO = ["--env_kwargs={\"max_steps\": 25}", "--batch_size=2", "--sequence_length=11",
-               "--num_minibatches=1", "--num_epochs=1", *FAST]
+               "--num_minibatches=1", "--num_epochs=1", "--max_queue_size=4",
+               "--trainer_steps_per_call=1", *FAST]
 
 
 def run_and_resume(script, run_dir, flags, first_limit, second_limit):
