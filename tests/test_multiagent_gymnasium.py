@@ -112,11 +112,16 @@ def test_lbf_all_food_is_a_terminal_state_and_the_time_limit_a_truncation():
         assert result["return"] < 1.0
 
 
-def test_a_gymnasium_time_limit_is_a_truncation():
-    env = wrappers.make_environment_factory(LBF, max_episode_steps=7)(seed=0)
-    timesteps = run_episode(env, np.random.default_rng(0))
-    assert len(timesteps) - 1 == 7
-    assert {float(d) for d in timesteps[-1].discount.values()} == {1.0}
+@pytest.mark.parametrize("name,length", [(LBF, 7), (LBF, 80), (RWARE, 7)])
+def test_max_episode_steps_sets_the_episode_length_and_ends_in_a_truncation(name, length):
+    env = wrappers.make_environment_factory(name, max_episode_steps=length)(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        timesteps = run_episode(env, rng)
+        if name == LBF and env.environment.env.unwrapped.field.sum() == 0:
+            continue  # All food loaded before the limit (a terminal state).
+        assert len(timesteps) - 1 == length  # Longer than LBF's default 50 too.
+        assert {float(d) for d in timesteps[-1].discount.values()} == {1.0}
 
 
 def test_rware_episodes_end_at_its_step_limit_with_discount_one():

@@ -123,12 +123,22 @@ def _gymnasium_ids(entry_point_prefix: str = "", package: Optional[str] = None) 
 
 
 def _gymnasium_family(package: Optional[str] = None, entry_point_prefix: str = "",
-                      listed_prefix: Optional[str] = None, **make_kwargs: Any) -> EnvironmentFamily:
-    """A family of registered Gymnasium ids (those `package` registers, or all of them)."""
+                      listed_prefix: Optional[str] = None, step_limit: Optional[str] = None,
+                      **make_kwargs: Any) -> EnvironmentFamily:
+    """A family of registered Gymnasium ids (those `package` registers, or all of them).
+
+    `step_limit` names the env's own episode-length argument: `max_episode_steps`, which
+    `gymnasium.make` takes for a time-limit wrapper that could only shorten episodes, sets
+    it instead.
+    """
     def make(env_id: str, **env_kwargs: Any) -> Any:
         if package is not None:
             importlib.import_module(package)
-        return gymnasium.make(env_id, **{**make_kwargs, **env_kwargs})
+        spec = gymnasium.spec(env_id)
+        if step_limit is not None and "max_episode_steps" in env_kwargs:
+            spec = dataclasses.replace(spec, kwargs={**spec.kwargs,
+                                                     step_limit: env_kwargs.pop("max_episode_steps")})
+        return gymnasium.make(spec, **{**make_kwargs, **env_kwargs})
 
     listed = None if listed_prefix is None else (lambda: _gymnasium_ids(listed_prefix, package))
     return EnvironmentFamily(make, names=lambda: _gymnasium_ids(entry_point_prefix, package),
@@ -144,9 +154,12 @@ _BUILTIN: Dict[str, EnvironmentFamily] = {
     # Level-Based Foraging (lbforaging 2.0.0): every id registered on import, "-2s" (sight 2,
     # partially observable) included. Its env checker is for single-agent envs: it would warn
     # about the list of rewards on every first step.
-    "lbf": _gymnasium_family("lbforaging", "lbforaging.", disable_env_checker=True),
+    # `max_episode_steps` sets the episode length (50 by default).
+    "lbf": _gymnasium_family("lbforaging", "lbforaging.", step_limit="max_episode_steps",
+                             disable_env_checker=True),
     # Robotic Warehouse (rware 2.0.0): every id registered on import (vector observations).
-    "rware": _gymnasium_family("rware", "rware.", disable_env_checker=True),
+    # `max_episode_steps` (or the package's own `max_steps`) sets the episode length (500).
+    "rware": _gymnasium_family("rware", "rware.", step_limit="max_steps", disable_env_checker=True),
 }
 _USER: Dict[str, EnvironmentFamily] = {}
 # Environments registered one by one (`register_environment`), by family, then env name.
