@@ -64,6 +64,7 @@ def load_system(run_dir: str) -> Any:
     for field in dataclasses.fields(config_class):
         value = description.get(f"config.{field.name}", field.default)
         config_values[field.name] = tuple(value) if isinstance(field.default, tuple) else value
+    wrappers.import_registration(description.get("environment_registration"))
     factory = wrappers.make_environment_factory(description["environment_name"],
                                                 **(description.get("environment_kwargs") or {}))
     return system_class(factory, config=config_class(**config_values), run_dir=run_dir)

@@ -58,6 +58,9 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
     flags.DEFINE_string("env_kwargs", "",
                         "The environment's keyword arguments as a JSON object, e.g. "
                         "'{\"continuous_actions\": true}' (default: none).")
+    flags.DEFINE_multi_string("env_module", [],
+                              "A module (or .py file) to import first, which registers --env with "
+                              "wrappers.register_environment or register_family (repeatable).")
     flags.DEFINE_integer(f"num_{executor_name}s", 1, f"{executor_name.capitalize()} nodes.")
     if default_num_caches is not None:
         flags.DEFINE_integer("num_caches", default_num_caches,
@@ -185,6 +188,8 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
         console.quiet_terminal()
         try:
             configure_tensorflow_threads(FLAGS.tf_threads)
+            for module in FLAGS.env_module:
+                wrappers.import_registration(module)
             system = system_class(
                 environment_factory=wrappers.make_environment_factory(
                     FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs)),

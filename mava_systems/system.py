@@ -125,6 +125,8 @@ class DistributedSystem:
                 "environment": repr(self._environment_factory),
                 "environment_name": getattr(self._environment_factory, "name", None),
                 "environment_kwargs": getattr(self._environment_factory, "env_kwargs", None),
+                # The module registering a user's environment, imported again by `evaluate`.
+                "environment_registration": getattr(self._environment_factory, "registration", None),
                 "agents": self.environment_spec.agents,
                 "network_variables": self._network_variables,
                 # What replay stores: a saved replay of another layout cannot be resumed.

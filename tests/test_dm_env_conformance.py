@@ -76,6 +76,10 @@ FAMILY_CASES = {
     "Classic": ("classic/tictactoe_v3", {}),
     "Gymnasium": ("gymnasium/CartPole-v1", {"max_episode_steps": 8}),
     "Debug": ("debug/line_world_v0", {"max_cycles": 4}),
+    # Gymnasium multi-agent Tuple-space envs: LBF through a Gymnasium time limit, RWARE its own.
+    "LBF": ("lbf/Foraging-8x8-2p-2f-coop-v3", {"max_episode_steps": 8}),
+    "LBFPartiallyObservable": ("lbf/Foraging-2s-8x8-2p-2f-coop-v3", {"max_episode_steps": 8}),
+    "RWARE": ("rware/rware-tiny-2ag-v2", {"max_steps": 8}),
 }
 for _label, (_name, _kwargs) in FAMILY_CASES.items():
     globals()[f"{_label}ConformanceTest"] = type(

@@ -56,11 +56,22 @@ def test_1_new_environment_trains_on_the_echo_game(tmp_path):
     returns = [float(row["evaluation_return"]) for row in read_csv(run_dir, "evaluator")]
     # Random play scores 10/3 on average and perfect play 10.
     assert max(returns) >= 7.0, returns
+    with open(os.path.join(run_dir, "run.json")) as run_file:
+        description = json.load(run_file)
+    assert description["environment_name"] == "tutorial/echo_v0"
+    assert description["environment_registration"] == os.path.join(TUTORIALS, "new_environment.py")
+    # A fresh process finds the script's environment through run.json and evaluates the run.
+    result = json.loads(run([sys.executable, "-m", "mava_systems.evaluate", f"--run_dir={run_dir}",
+                             "--episodes=3"]).strip().splitlines()[-1])
+    assert result["episodes"] == 3 and 0.0 <= result["mean_return"] <= 10.0
+    if returns[-1] == 10.0:  # The final round's weights are (near) those checkpointed last.
+        assert result["mean_return"] >= 7.0, result
 
 
 def test_1_the_echo_environment_rewards_repeating_the_symbol():
-    tutorial = load_tutorial("new_environment")
-    environment = tutorial.EchoFactory()(seed=0)
+    load_tutorial("new_environment")  # Registers tutorial/echo_v0.
+    environment = wrappers.make_environment_factory("tutorial/echo_v0")(seed=0)
+    assert environment.extras_spec()["env_state"].shape == (3,)  # The tutorial's global state.
     timestep = environment.reset()
     total = 0.0
     while not timestep.last():

@@ -103,6 +103,9 @@ CONFORMANCE_CASES = [
     ("classic/rps_v2", {"max_cycles": 4}, 2),
     ("debug/line_world_v0", {}, 3),
     ("butterfly/cooperative_pong_v6", {"max_cycles": 15}, 1),
+    ("lbf/Foraging-8x8-2p-2f-coop-v3", {}, 2),
+    ("lbf/Foraging-2s-8x8-2p-2f-coop-v3", {}, 2),
+    ("rware/rware-tiny-2ag-v2", {"max_steps": 60}, 1),
 ]
 
 

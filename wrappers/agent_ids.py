@@ -109,5 +109,10 @@ class WithAgentIDs:
         """The wrapped factory's constructor kwargs (if it has them)."""
         return getattr(self.factory, "env_kwargs", None)
 
+    @property
+    def registration(self) -> Any:
+        """The module registering the wrapped factory's user environment (if it has one)."""
+        return getattr(self.factory, "registration", None)
+
     def __repr__(self) -> str:
         return f"WithAgentIDs({self.factory!r})"

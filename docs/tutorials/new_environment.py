@@ -1,9 +1,9 @@
-"""Tutorial 1: train MADQN on a PettingZoo environment of your own.
+"""Tutorial 1: train on a PettingZoo environment of your own, registered as "tutorial/echo_v0".
 
     .venv/bin/python docs/tutorials/new_environment.py --max_executor_steps=5000
+    .venv/bin/python examples/mpe/run_qmix.py --env=tutorial/echo_v0 \
+        --env_module=docs/tutorials/new_environment.py
 """
-
-from typing import Optional
 
 from absl import app
 from gymnasium import spaces
@@ -31,6 +31,15 @@ class EchoEnv(ParallelEnv):
     def action_space(self, agent):
         return spaces.Discrete(self._num_symbols)
 
+    # The global state, for QMIX's mixer and MAPPO's centralised critic: a fixed-shape
+    # `state_space` (a Box) and `state()` returning an array of it, what the whole team faces.
+    @property
+    def state_space(self):
+        return spaces.Box(0.0, 1.0, (self._num_symbols,), np.float32)
+
+    def state(self):
+        return np.eye(self._num_symbols, dtype=np.float32)[self._symbol]
+
     def reset(self, seed=None, options=None):
         if seed is not None or self._rng is None:
             self._rng = np.random.default_rng(seed)
@@ -53,22 +62,10 @@ class EchoEnv(ParallelEnv):
         return {agent: one_hot for agent in self.possible_agents}
 
 
-class EchoFactory:
-    """Makes the wrapped environment; every node calls it to make its own copy."""
-
-    def __call__(self, evaluation: bool = False, seed: Optional[int] = None):
-        return wrappers.ParallelEnvWrapper(EchoEnv(), seed=seed)
-
-
-def main(argv):
-    del argv  # Unused.
-    system = madqn.MADQN(environment_factory=EchoFactory(),
-                         config=launch.config_from_flags(madqn.MADQNConfig),
-                         **launch.topology_from_flags())
-    launch.run(system)
-
+# At the top level of the module: the module is recorded in the run's run.json, and
+# `python -m mava_systems.evaluate` (or any fresh process) imports it again to find the
+# environment. Keep training below `if __name__ == "__main__":` so that importing it only registers.
+wrappers.register_environment("tutorial/echo_v0", EchoEnv)
 
 if __name__ == "__main__":
-    launch.define_flags(default_env="unused: EchoFactory makes the environment")
-    launch.define_config_flags(madqn.MADQNConfig)
-    app.run(main)
+    app.run(launch.example_main(madqn.MADQN, madqn.MADQNConfig, default_env="tutorial/echo_v0"))

@@ -16,6 +16,7 @@ from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import report as report_lib
 from mava_systems.experiment import results as results_lib
 from mava_systems.experiment import scheduling, statistics
+import wrappers
 
 INTERRUPTED_EXIT_CODE = 130
 
@@ -31,6 +32,9 @@ def _run_parser() -> argparse.ArgumentParser:
                              "(label=system) to compare configurations of one system")
     parser.add_argument("--envs", required=True,
                         help="comma-separated environments, e.g. mpe/simple_spread_v3")
+    parser.add_argument("--env_module", action="append", default=[], metavar="MODULE",
+                        help="a module (or .py file) registering environments of --envs with "
+                             "wrappers.register_environment (repeatable); every run imports it")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per (system, environment)")
     parser.add_argument("--max_executor_steps", type=int, required=True,
                         help="executor (or actor) steps of each run")
@@ -71,6 +75,8 @@ def run_main(argv: Sequence[str]) -> int:
     try:
         if args.parallel < 1:
             raise ValueError(f"--parallel must be >= 1, got {args.parallel}")
+        for module in args.env_module:
+            wrappers.import_registration(module)
         entries = grid_lib.parse_entries(args.systems)
         grid = grid_lib.Grid(entries, grid_lib.parse_environments(args.envs), args.seeds,
                              args.max_executor_steps,
@@ -82,7 +88,8 @@ def run_main(argv: Sequence[str]) -> int:
         print(f"Moved the previous experiment in {args.out} to {moved_to}", flush=True)
     try:
         outcome = scheduling.run_grid(grid, args.out, args.parallel, args.launch_type,
-                                      args.progress_interval_s)
+                                      args.progress_interval_s,
+                                      [f"--env_module={module}" for module in args.env_module])
     except scheduling.Interrupted as signal_name:
         print(f"Stopped by {signal_name}; run the same command again to resume.", flush=True)
         return INTERRUPTED_EXIT_CODE

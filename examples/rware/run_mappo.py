@@ -1,0 +1,25 @@
+"""Trains MAPPO on Robotic Warehouse (default: rware-tiny-2ag-v2,
+2 robots delivering requested shelves).
+
+    python examples/rware/run_mappo.py --lp_launch_type=local_mt --max_executor_steps=50000
+    python examples/rware/run_mappo.py --lp_launch_type=local_mp --num_executors=2
+    python examples/rware/run_mappo.py --env=rware/rware-small-4ag-v2
+
+Every MAPPOConfig field is a flag too (e.g. --critic=decentralised for IPPO); `--env` takes any
+id the package registers (see docs/environments.md). Returns are the sum over agents.
+"""
+
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
+
+from mava_systems import launch, mappo
+
+main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig,
+                           default_env="rware/rware-tiny-2ag-v2")
+
+if __name__ == "__main__":
+    app.run(main)

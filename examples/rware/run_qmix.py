@@ -1,0 +1,30 @@
+"""Trains QMIX on Robotic Warehouse (default: rware-tiny-2ag-v2,
+2 robots delivering requested shelves).
+
+    python examples/rware/run_qmix.py --lp_launch_type=local_mt --max_executor_steps=50000
+    python examples/rware/run_qmix.py --lp_launch_type=local_mp --num_executors=2
+    python examples/rware/run_qmix.py --env=rware/rware-small-4ag-v2
+
+Every QMIXConfig field is a flag too (e.g. --mixing_embed_dim=64); `--env` takes any id
+the package registers (see docs/environments.md). Returns are the sum over agents.
+"""
+
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
+
+from mava_systems import launch, qmix
+
+# The agents share one network; their one-hot IDs (EPyMARL's default) let it act differently
+# per agent.
+RWARE_DEFAULTS = {"agent_ids": True}
+
+main = launch.example_main(qmix.QMIX, qmix.QMIXConfig,
+                           default_env="rware/rware-tiny-2ag-v2",
+                           config_defaults=RWARE_DEFAULTS)
+
+if __name__ == "__main__":
+    app.run(main)
