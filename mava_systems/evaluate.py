@@ -30,11 +30,22 @@ import wrappers
 def recorded_system_class(description: Dict[str, Any], path: str) -> Any:
     """The system class a run.json describes: its recorded class if importable, else its name's.
 
-    A run of a registered system (or of a subclass defined in an importable
-    module) is rebuilt with its own class; a subclass defined in a script is
-    rebuilt as the system whose name it kept.
+    A run of a registered system, of a subclass defined in an importable module,
+    or of one defined in the launching script (recorded with the script's path,
+    see `registry.recorded_location`) is rebuilt with its own class; an
+    unimportable subclass that kept its parent's name is rebuilt as the parent.
+
+    Raises:
+      ValueError: naming `path`, if the recorded script cannot be loaded or the
+        system name is unknown.
     """
     recorded = description.get("system_class")
+    if recorded and description.get("system_script"):
+        try:
+            return registry.import_recorded_class(description)
+        except Exception as error:  # pylint: disable=broad-except
+            raise ValueError(f"{path}: cannot load the system class {recorded.partition(':')[2]} "
+                             f"from {description['system_script']}: {error}") from error
     if recorded:
         try:
             return registry.import_class(recorded)
