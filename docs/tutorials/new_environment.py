@@ -3,7 +3,12 @@
     .venv/bin/python docs/tutorials/new_environment.py --max_executor_steps=5000
 """
 
-from typing import Optional
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
+    console.quiet_terminal()
+
+from typing import Optional  # noqa: E402  (after the line above)
 
 from absl import app
 from gymnasium import spaces
