@@ -7,13 +7,16 @@ by name (`evaluate`, experiment grids) look it up here, so a new system joins
 them by being defined, not by editing those tools.
 """
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import pkgutil
 import re
 import sys
-from typing import Dict, List, Type
+from typing import Dict, Iterator, List, Type
+
+from absl import flags
 
 _SYSTEMS: Dict[str, Type] = {}
 
@@ -114,6 +117,27 @@ def recorded_location(cls: Type) -> Dict[str, str]:
     return location
 
 
+@contextlib.contextmanager
+def _flags_set_aside() -> Iterator[None]:
+    """Lets a script define absl flags on import (as `launch.example_main` does) that this process
+    has too (e.g. `--run_dir`), and drops them afterwards: this process's flags are kept."""
+    before = {name: flags.FLAGS[name] for name in flags.FLAGS}
+    made_overridable = [flag for flag in set(before.values()) if not flag.allow_override]
+    for flag in made_overridable:
+        flag.allow_override = True
+    try:
+        yield
+    finally:
+        for flag in made_overridable:
+            flag.allow_override = False
+        for name in list(flags.FLAGS):
+            if flags.FLAGS[name] is not before.get(name):
+                delattr(flags.FLAGS, name)
+        for name, flag in before.items():
+            if name not in flags.FLAGS:
+                flags.FLAGS[name] = flag
+
+
 def _read(path: str) -> str:
     with open(path, encoding="utf-8") as source:
         return source.read()
@@ -138,7 +162,8 @@ def import_recorded_class(location: Dict[str, str]) -> Type:
         sys.modules[name] = module
         sys.path.insert(0, os.path.dirname(script))  # Its sibling modules, as when it ran.
         try:
-            spec.loader.exec_module(module)
+            with _flags_set_aside():
+                spec.loader.exec_module(module)
         except BaseException:
             del sys.modules[name]
             raise

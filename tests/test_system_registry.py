@@ -131,3 +131,54 @@ def test_a_named_class_defined_in_a_function_is_refused_at_construction(line_wor
         pass
 
     KeepsTheName(line_world_factory, run_dir=str(tmp_path / "run2"))
+
+
+EXAMPLE_STYLE_SCRIPT = '''
+from mava_systems import launch, vdn
+
+
+class ExampleVDN(vdn.VDN):
+    system_name = "test_registry_example_vdn"
+
+
+main = launch.example_main(ExampleVDN, vdn.VDNConfig, default_env="debug/line_world_v0")
+
+if __name__ == "__main__":
+    from absl import app
+    app.run(main)
+'''
+
+EVALUATE_LOADS = '''
+import sys
+from absl import flags
+from mava_systems import evaluate
+evaluate.define_flags()
+flags.FLAGS(["evaluate", "--run_dir=" + sys.argv[1], "--seed=7"])
+system = evaluate.load_system(sys.argv[1])
+print(type(system).__name__, type(system).__module__, flags.FLAGS.run_dir == sys.argv[1],
+      flags.FLAGS.seed, "env" in flags.FLAGS)
+'''
+
+
+def test_evaluate_loads_a_script_that_defines_the_example_flags_on_import(tmp_path):
+    """A script written like the examples (flags defined at import) is loaded by evaluate,
+    whose own flags of the same names (`--run_dir`, `--seed`) keep their values."""
+    script = tmp_path / "example_style.py"
+    script.write_text(EXAMPLE_STYLE_SCRIPT)
+    run_dir = str(tmp_path / "run")
+    prepare = ("import sys, wrappers, example_style as m; "
+               "m.ExampleVDN.__module__ = '__main__'; "  # As when the script launches.
+               "sys.modules['__main__'].__file__ = sys.argv[1]; "
+               "m.ExampleVDN(wrappers.make_environment_factory('debug/line_world_v0'), "
+               "run_dir=sys.argv[2]).prepare_run_dir()")
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                       PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, "-c", prepare, str(script), run_dir], check=True,
+                   cwd=str(tmp_path), env=environment, capture_output=True, timeout=300)
+    with open(os.path.join(run_dir, "run.json")) as run_file:
+        assert json.load(run_file)["system_script"] == str(script)
+    result = subprocess.run([sys.executable, "-c", EVALUATE_LOADS, run_dir], cwd=str(tmp_path),
+                            env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["ExampleVDN", registry.SCRIPT_MODULE_PREFIX + "example_style",
+                                     "True", "7", "False"]
