@@ -6,9 +6,15 @@ Prints the mean return over the episodes with a 95% confidence interval, and
 as its last line a JSON object with the figures.
 """
 
-import dataclasses
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines are caught.
+    console.quiet_terminal()
+
+import dataclasses  # noqa: E402  (after the line above)
 import json
 import os
+import sys
 import threading
 from typing import Any, Dict, Sequence, Tuple
 
@@ -144,11 +150,15 @@ def main(argv: Sequence[str]) -> None:
     del argv
     if not flags.FLAGS.run_dir:
         raise app.UsageError("--run_dir is required")
-    result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed)
-    print(f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
-          f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
-          f"{result['ci95_high']:.3f})")
-    print(json.dumps(result))
+    if os.path.isdir(flags.FLAGS.run_dir):  # The libraries' lines go to the run's output.log.
+        console.attach_run_dir(flags.FLAGS.run_dir, f"==== {' '.join(sys.argv)}\n")
+    try:
+        result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed)
+    except ValueError as error:  # Bad input: one line, no stack trace.
+        console.fail(f"error: {error}")
+    console.say([f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
+                 f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
+                 f"{result['ci95_high']:.3f})", json.dumps(result)])
 
 
 if __name__ == "__main__":

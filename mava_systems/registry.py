@@ -14,7 +14,7 @@ import os
 import pkgutil
 import re
 import sys
-from typing import Dict, Iterator, List, Type
+from typing import Any, Dict, Iterator, List, Mapping, Type
 
 from absl import flags
 
@@ -143,7 +143,7 @@ def _read(path: str) -> str:
         return source.read()
 
 
-def import_recorded_class(location: Dict[str, str]) -> Type:
+def import_recorded_class(location: Mapping[str, Any]) -> Type:
     """The class `recorded_location` recorded: imported from its module, or from its script.
 
     Raises:
