@@ -8,6 +8,7 @@ them by being defined, not by editing those tools.
 """
 
 import contextlib
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -72,7 +73,8 @@ def class_path(cls: Type) -> str:
 
 # What a module that can be imported without launching anything holds.
 _MAIN_GUARD = re.compile(r"""__name__\s*==\s*["']__main__["']""")
-# The name a launching script is imported under when a run of one of its classes is reloaded.
+# The start of the module name a launching script is imported under when a run of one of its
+# classes is reloaded (then the script's name and a digest of its path).
 SCRIPT_MODULE_PREFIX = "mava_systems_script_"
 
 
@@ -155,7 +157,8 @@ def import_recorded_class(location: Mapping[str, Any]) -> Type:
     if not os.path.exists(script):
         raise ImportError(f"the script {script} that defines {path.partition(':')[2]} is gone")
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(script))[0])
-    name = SCRIPT_MODULE_PREFIX + stem
+    digest = hashlib.sha1(os.path.abspath(script).encode()).hexdigest()[:8]
+    name = f"{SCRIPT_MODULE_PREFIX}{stem}_{digest}"  # Scripts of one name in two folders differ.
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, script)
         module = importlib.util.module_from_spec(spec)
