@@ -9,9 +9,15 @@ environments that render text) it records the episodes instead: see
 `mava_systems.recording`.
 """
 
-import dataclasses
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines are caught.
+    console.quiet_terminal()
+
+import dataclasses  # noqa: E402  (after the line above)
 import json
 import os
+import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -33,11 +39,22 @@ import wrappers
 def recorded_system_class(description: Dict[str, Any], path: str) -> Any:
     """The system class a run.json describes: its recorded class if importable, else its name's.
 
-    A run of a registered system (or of a subclass defined in an importable
-    module) is rebuilt with its own class; a subclass defined in a script is
-    rebuilt as the system whose name it kept.
+    A run of a registered system, of a subclass defined in an importable module,
+    or of one defined in the launching script (recorded with the script's path,
+    see `registry.recorded_location`) is rebuilt with its own class; an
+    unimportable subclass that kept its parent's name is rebuilt as the parent.
+
+    Raises:
+      ValueError: naming `path`, if the recorded script cannot be loaded or the
+        system name is unknown.
     """
     recorded = description.get("system_class")
+    if recorded and description.get("system_script"):
+        try:
+            return registry.import_recorded_class(description)
+        except Exception as error:  # pylint: disable=broad-except
+            raise ValueError(f"{path}: cannot load the system class {recorded.partition(':')[2]} "
+                             f"from {description['system_script']}: {error}") from error
     if recorded:
         try:
             return registry.import_class(recorded)
@@ -214,23 +231,29 @@ def main(argv: Sequence[str]) -> None:
     del argv
     if not flags.FLAGS.run_dir:
         raise app.UsageError("--run_dir is required")
+    if os.path.isdir(flags.FLAGS.run_dir):  # The libraries' lines go to the run's output.log.
+        console.attach_run_dir(flags.FLAGS.run_dir, f"==== {' '.join(sys.argv)}\n")
+    try:
+        if flags.FLAGS.record:
+            episodes = flags.FLAGS.episodes if flags.FLAGS["episodes"].present else 1
+            result = record(flags.FLAGS.run_dir, flags.FLAGS.record, episodes,
+                            flags.FLAGS.seed, flags.FLAGS.checkpoint, flags.FLAGS.record_fps,
+                            flags.FLAGS.record_max_size, flags.FLAGS.record_frame_skip)
+        else:
+            result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed,
+                              flags.FLAGS.checkpoint)
+    except ValueError as error:  # Bad input: one line, no stack trace.
+        console.fail(f"error: {error}")
     if flags.FLAGS.record:
-        episodes = flags.FLAGS.episodes if flags.FLAGS["episodes"].present else 1
-        result = record(flags.FLAGS.run_dir, flags.FLAGS.record, episodes,
-                        flags.FLAGS.seed, flags.FLAGS.checkpoint, flags.FLAGS.record_fps,
-                        flags.FLAGS.record_max_size, flags.FLAGS.record_frame_skip)
         episodes = f"{result['episodes']} greedy episode{'s' if result['episodes'] > 1 else ''}"
-        print(f"{result['checkpoint']}: recorded {episodes} "
-              f"({result['frames']} frames, returns "
-              f"{', '.join(f'{value:.3f}' for value in result['returns'])}) to {result['path']}")
-        print(json.dumps(result))
-        return
-    result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed,
-                      flags.FLAGS.checkpoint)
-    print(f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
-          f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
-          f"{result['ci95_high']:.3f})")
-    print(json.dumps(result))
+        summary = (f"{result['checkpoint']}: recorded {episodes} ({result['frames']} frames, "
+                   f"returns {', '.join(f'{value:.3f}' for value in result['returns'])}) "
+                   f"to {result['path']}")
+    else:
+        summary = (f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
+                   f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
+                   f"{result['ci95_high']:.3f})")
+    console.say([summary, json.dumps(result)])
 
 
 if __name__ == "__main__":

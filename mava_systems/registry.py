@@ -7,10 +7,17 @@ by name (`evaluate`, experiment grids) look it up here, so a new system joins
 them by being defined, not by editing those tools.
 """
 
+import contextlib
+import hashlib
 import importlib
+import importlib.util
 import os
 import pkgutil
-from typing import Dict, List, Type
+import re
+import sys
+from typing import Any, Dict, Iterator, List, Mapping, Type
+
+from absl import flags
 
 _SYSTEMS: Dict[str, Type] = {}
 
@@ -62,6 +69,110 @@ def system_class(name: str) -> Type:
 def class_path(cls: Type) -> str:
     """`module:QualifiedName` of a class, as recorded in run.json."""
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+# What a module that can be imported without launching anything holds.
+_MAIN_GUARD = re.compile(r"""__name__\s*==\s*["']__main__["']""")
+# The start of the module name a launching script is imported under when a run of one of its
+# classes is reloaded (then the script's name and a digest of its path).
+SCRIPT_MODULE_PREFIX = "mava_systems_script_"
+
+
+def recorded_location(cls: Type) -> Dict[str, str]:
+    """How run.json records `cls` so that another process (`evaluate`, a resume) imports it:
+    `system_class` (its `class_path`) and, for a class defined in the launching script,
+    `system_script` (the script's absolute path; its `module` part is then `__main__`).
+
+    A script is recorded only if it guards its launch with `if __name__ == "__main__":`, so
+    that importing it launches nothing. A run started with `python -m package.module` records
+    the module's importable name.
+
+    Raises:
+      ValueError: saying to move the class into a module, if it sets its own `system_name`
+        but no other process could import it (defined in a function, in an interactive
+        session, or in a script without that guard). A class that keeps its parent's name is
+        recorded as it is: it is rebuilt as its parent when it cannot be imported.
+    """
+    location = {"system_class": class_path(cls)}
+    problem = None
+    if "<locals>" in cls.__qualname__:
+        problem = "is defined inside a function"
+    elif cls.__module__ == "__main__":
+        main = sys.modules["__main__"]
+        spec = getattr(main, "__spec__", None)
+        script = getattr(main, "__file__", None)
+        if spec is not None and spec.name and spec.name != "__main__":
+            location["system_class"] = f"{spec.name}:{cls.__qualname__}"
+            script = spec.origin
+        elif script:
+            location["system_script"] = os.path.abspath(script)
+        if not script or not os.path.exists(script):
+            problem = "is defined in an interactive session"
+        elif not _MAIN_GUARD.search(_read(script)):
+            problem = (f"is defined in {script}, which launches on import (it has no "
+                       f"`if __name__ == \"__main__\":` guard)")
+    if problem and cls.__dict__.get("system_name"):
+        raise ValueError(
+            f"system class {cls.__qualname__} ({cls.system_name!r}) {problem}, so evaluate and "
+            f"resumes could not load it: move it into a module (or a script whose launch is under "
+            f"`if __name__ == \"__main__\":`)")
+    return location
+
+
+@contextlib.contextmanager
+def _flags_set_aside() -> Iterator[None]:
+    """Lets a script define absl flags on import (as `launch.example_main` does) that this process
+    has too (e.g. `--run_dir`), and drops them afterwards: this process's flags are kept."""
+    before = {name: flags.FLAGS[name] for name in flags.FLAGS}
+    made_overridable = [flag for flag in set(before.values()) if not flag.allow_override]
+    for flag in made_overridable:
+        flag.allow_override = True
+    try:
+        yield
+    finally:
+        for flag in made_overridable:
+            flag.allow_override = False
+        for name in list(flags.FLAGS):
+            if flags.FLAGS[name] is not before.get(name):
+                delattr(flags.FLAGS, name)
+        for name, flag in before.items():
+            if name not in flags.FLAGS:
+                flags.FLAGS[name] = flag
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as source:
+        return source.read()
+
+
+def import_recorded_class(location: Mapping[str, Any]) -> Type:
+    """The class `recorded_location` recorded: imported from its module, or from its script.
+
+    Raises:
+      ImportError: if the module or script cannot be imported or does not define it.
+    """
+    path, script = location["system_class"], location.get("system_script")
+    if not script:
+        return import_class(path)
+    if not os.path.exists(script):
+        raise ImportError(f"the script {script} that defines {path.partition(':')[2]} is gone")
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(script))[0])
+    digest = hashlib.sha1(os.path.abspath(script).encode()).hexdigest()[:8]
+    name = f"{SCRIPT_MODULE_PREFIX}{stem}_{digest}"  # Scripts of one name in two folders differ.
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, script)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, os.path.dirname(script))  # Its sibling modules, as when it ran.
+        try:
+            with _flags_set_aside():
+                spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        finally:
+            sys.path.remove(os.path.dirname(script))
+    return import_class(f"{name}:{path.partition(':')[2]}")
 
 
 def import_class(path: str) -> Type:

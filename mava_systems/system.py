@@ -81,6 +81,8 @@ class DistributedSystem:
             check_count("max_executor_steps", max_executor_steps, 1)
         self._max_executor_steps = max_executor_steps
         self.run_dir = os.path.abspath(run_dir or default_run_dir(name))
+        # Refused now, not when evaluate or a resume cannot find it.
+        self._recorded_location = registry.recorded_location(type(self))
         self._checkpoint_interval_s = checkpoint_interval_s
         self._max_checkpoints_to_keep = max_checkpoints_to_keep
         self._name = name
@@ -116,7 +118,7 @@ class DistributedSystem:
         and every config field.
         """
         description = {"system": self._name,
-                       "system_class": registry.class_path(type(self)),
+                       **self._recorded_location,
                        "num_executors": self._num_executors,
                        "num_caches": self._num_caches,
                        "max_executor_steps": self._max_executor_steps}

@@ -198,6 +198,35 @@ def test_surrogate_gradient_raises_actions_with_positive_advantage(tmp_run_dir):
     assert after[1] < before[1]  # Advantage -1: less likely.
 
 
+def test_a_loss_missing_a_fetch_name_is_a_clear_error(tmp_run_dir):
+    class ForgetsClipFraction(mappo.MAPPOTrainer):
+        def policy_loss(self, key, batch):
+            loss, fetches = super().policy_loss(key, batch)
+            del fetches["clip_fraction"]
+            return loss, {**fetches, "my_statistic": loss}
+
+    class Builder(mappo.MAPPOBuilder):
+        trainer_class = ForgetsClipFraction
+
+    class System(mappo.MAPPO):
+        builder_class = Builder
+
+    system = System(wrappers.make_environment_factory("debug/line_world_v0"),
+                    run_dir=tmp_run_dir)
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter([]),
+                                          checkpoint=False)
+    batch = {"observation": tf.zeros([1, 1, 2, 12]), "legal_actions": tf.ones([1, 1, 2, 3]),
+             "action": tf.zeros([1, 1, 2], tf.int32), "behaviour_log_prob": tf.zeros([1, 1, 2]),
+             "advantages": tf.zeros([1, 1, 2]), "critic_inputs": tf.zeros([1, 1, 2, 32]),
+             "value_targets": tf.zeros([1, 1, 2]), "old_values": tf.zeros([1, 1, 2]),
+             "is_transition": tf.ones([1, 1, 2], tf.bool)}
+    with pytest.raises(ValueError, match=r"ForgetsClipFraction: policy_loss and value_loss must "
+                                         r"return.*missing \['clip_fraction'\], not listed "
+                                         r"\['my_statistic'\]: .*override "
+                                         r"ForgetsClipFraction.fetch_names"):
+        trainer.minibatch_step("agent", batch)
+
+
 def collect(system, client, episodes, seed=0, policy_version=0):
     """Plays `episodes` episodes with a sampling executor writing to replay, acting with
     variables of trainer step `policy_version`; the executor."""

@@ -1,13 +1,17 @@
 """The documentation's tutorials run as written (docs/tutorials/*, included into the pages).
 
-Each tutorial runs as a subprocess with few executor steps; the log-cosh loss of
-tutorial 2 is also checked directly against a hand-made batch.
+Each tutorial runs as a subprocess with few executor steps, and its terminal shows
+none of the libraries' start-up lines (they go to the run's output.log); the
+log-cosh loss of tutorial 2 is also checked directly against a hand-made batch,
+and MAA2C and VDN-S learn above random play in this process.
 """
 
 import csv
 import importlib.util
+import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -16,8 +20,12 @@ import pytest
 import tensorflow as tf
 
 from acme import types as acme_types
-from mava_systems import qmix
+from mava_systems import console, qmix, vdn
+from mava_systems.components.random_policy import random_policy_return
 import wrappers
+from test_mappo import train_in_process
+from test_value_decomposition_training import train_on_uniform_play
+from wrappers.two_step_game import ADDITIVE_RETURN
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUTORIALS = os.path.join(ROOT, "docs", "tutorials")
@@ -25,14 +33,28 @@ FAST = ["--lp_launch_type=local_mt", "--min_replay_size=100", "--batch_size=32",
         "--evaluation_interval_s=0.5", "--progress_interval_s=0"]
 
 
-def run(command, timeout=300, **env):
-    """Runs `command` from the repository root; returns its output, failing on a non-zero exit."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", SDL_VIDEODRIVER="dummy",
-               PYTHON=sys.executable, **env)
+# Library lines a quiet terminal never shows (see `console.quiet_terminal`): TensorFlow's,
+# absl's, Gym's notice (`console.is_startup_noise`), Reverb's and Python warnings.
+LIBRARY_LINE = re.compile(r"\[reverb/|WARNING:(absl|tensorflow)|.*(Warning:|cuda|CUDA)")
+
+
+def library_lines(output):
+    """The lines of `output` that come from the libraries rather than the framework."""
+    return [line for line in output.splitlines()
+            if console.is_startup_noise(line) or LIBRARY_LINE.match(line)]
+
+
+def run(command, timeout=300, quiet=True, **env):
+    """Runs `command` from the repository root as a user would (TensorFlow's logging not
+    silenced); returns its standard output, failing on a non-zero exit or (when `quiet`) a
+    library line on the terminal."""
+    env = dict(os.environ, SDL_VIDEODRIVER="dummy", PYTHON=sys.executable, **env)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=timeout)
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"exit code {result.returncode}:\n{output[-5000:]}"
+    assert not (quiet and library_lines(output)), library_lines(output)[:20]
     return result.stdout
 
 
@@ -105,13 +127,15 @@ def test_2_log_cosh_trainer_is_used_and_grows_linearly_for_large_errors(tmp_path
     np.testing.assert_allclose(loss.numpy(), np.abs(td_error.numpy()) - np.log(2.0), rtol=1e-5)
 
 
-def run_tutorial_program(script, run_dir, loss_key):
-    """Runs a tutorial's system for 400 steps; checks it trained with finite `loss_key` losses."""
-    run([sys.executable, os.path.join(TUTORIALS, script), *FAST, "--max_executor_steps=400",
+def run_tutorial_program(script, run_dir, loss_key, flags=FAST):
+    """Runs a tutorial's system for 400 steps; checks it trained with finite `loss_key` losses.
+    Returns the trainer's rows."""
+    run([sys.executable, os.path.join(TUTORIALS, script), *flags, "--max_executor_steps=400",
          f"--run_dir={run_dir}"])
     rows = read_csv(run_dir, "trainer")
     assert rows and int(rows[-1]["trainer_steps"]) > 0
     assert all(np.isfinite(float(row[loss_key])) for row in rows)
+    return rows
 
 
 def test_2_log_cosh_madqn_runs_as_a_program(tmp_path):
@@ -174,10 +198,88 @@ def test_5_state_weighted_qmix_runs_as_a_program(tmp_path):
         assert sorted(json.load(run_file)["mixer_variables"]) == [[1], [2], [20, 1], [20, 2]]
 
 
+def evaluate_run(run_dir):
+    """`python -m mava_systems.evaluate` on the run: its JSON result."""
+    output = run([sys.executable, "-m", "mava_systems.evaluate", f"--run_dir={run_dir}",
+                  "--episodes=3"], quiet=False)
+    return json.loads(output.splitlines()[-1])
+
+
+def recorded_class(run_dir):
+    with open(os.path.join(run_dir, "run.json")) as run_file:
+        description = json.load(run_file)
+    return description["system"], description["system_class"], description.get("system_script")
+
+
+def test_6_maa2c_trains_with_its_own_policy_loss_and_learns_the_line_world(tmp_path):
+    tutorial = load_tutorial("maa2c")
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    config = tutorial.MAA2CConfig(batch_size=8, sequence_length=11, learning_rate=3e-3,
+                                  critic_learning_rate=1e-3, seed=1)
+    system = tutorial.MAA2C(factory, config=config, run_dir=str(tmp_path / "run"))
+    assert isinstance(system.builder.make_trainer(system.builder.make_networks(), iter([]),
+                                                  checkpoint=False), tutorial.MAA2CTrainer)
+    tf.random.set_seed(0)
+    returns = train_in_process(system, 6000)  # About 15 s.
+    random_return = random_policy_return(factory, episodes=50).mean_return  # About -3.2.
+    assert np.mean(returns[-3:]) > random_return + 0.6, (returns, random_return)
+
+
+MAPPO_FAST = ["--lp_launch_type=local_mt", "--batch_size=4", "--sequence_length=11",
+              "--max_queue_size=8", "--trainer_log_interval_s=0",
+              "--evaluation_interval_s=0.5", "--progress_interval_s=0"]
+
+
+def test_6_maa2c_runs_as_a_program_and_its_run_evaluates(tmp_path):
+    run_dir = str(tmp_path / "maa2c")
+    rows = run_tutorial_program("maa2c.py", run_dir, "policy_loss/agent", MAPPO_FAST)
+    assert "entropy/agent" in rows[-1] and "clip_fraction/agent" not in rows[-1]
+    assert recorded_class(run_dir) == ("maa2c", "__main__:MAA2C",
+                                       os.path.join(TUTORIALS, "maa2c.py"))
+    assert -16.0 <= evaluate_run(run_dir)["mean_return"] <= 0.0  # Loaded from the script.
+
+
+def test_7_vdn_s_adds_a_state_bias_and_learns_the_two_step_game(tmp_path):
+    tutorial = load_tutorial("vdn_s")
+    system = tutorial.VDNS(wrappers.make_environment_factory("debug/line_world_v0"),
+                           run_dir=str(tmp_path / "run"))
+    assert "env_state" in system.builder.replay_environment_extras_spec()  # Replay keeps it.
+    mixer = system.builder.make_mixer()
+    assert isinstance(mixer, tutorial.StateBiasedSum)
+    states, q_values = tf.random.normal([16, 20]), tf.random.normal([16, 2])
+    np.testing.assert_allclose(
+        mixer(q_values, states).numpy(),
+        q_values.numpy().sum(axis=1) + mixer.state_value(states).numpy()[:, 0], rtol=1e-5)
+    # Random play returns (7 + 2.5) / 2 on average; an additive value, 7 (2A), at least.
+    greedy_return, trainer = train_on_uniform_play(tutorial.VDNS, vdn.VDNConfig, str(tmp_path))
+    assert greedy_return >= ADDITIVE_RETURN > 4.75
+    assert "target_module/mixer" in trainer.state  # The state bias has weights to track.
+
+
+def test_7_vdn_s_runs_as_a_program_and_its_run_evaluates(tmp_path):
+    run_dir = str(tmp_path / "vdns")
+    run_tutorial_program("vdn_s.py", run_dir, "loss")
+    assert recorded_class(run_dir) == ("vdns", "__main__:VDNS", os.path.join(TUTORIALS, "vdn_s.py"))
+    with open(os.path.join(run_dir, "run.json")) as run_file:
+        # The state bias's MLP on line_world's state (20): hidden 32, then 1.
+        assert sorted(json.load(run_file)["mixer_variables"]) == [[1], [20, 32], [32], [32, 1]]
+    assert -16.0 <= evaluate_run(run_dir)["mean_return"] <= 0.0  # No "unknown system 'vdns'".
+
+
+def test_every_tutorial_script_quiets_the_terminal_before_importing_tensorflow():
+    for path in glob.glob(os.path.join(TUTORIALS, "*.py")):
+        with open(path) as script:
+            source = script.read()
+        quiet = source.find("console.quiet_terminal()")
+        assert 0 < quiet < source.find("import tensorflow" if "import tensorflow" in source
+                                       else "from absl import app"), path
+
+
 @pytest.mark.parametrize("page, source", [
     ("new_environment.md", "new_environment.py"), ("custom_loss.md", "log_cosh_madqn.py"),
     ("resume_and_evaluate.md", "resume_and_evaluate.sh"), ("multi_process.md", "multi_process.sh"),
-    ("your_own_mixer.md", "state_weighted_mixer.py")])
+    ("your_own_mixer.md", "state_weighted_mixer.py"), ("maa2c.md", "maa2c.py"),
+    ("vdn_s.md", "vdn_s.py")])
 def test_each_tutorial_page_includes_its_tested_code(page, source):
     with open(os.path.join(TUTORIALS, page)) as markdown:
         assert f'--8<-- "{source}"' in markdown.read()

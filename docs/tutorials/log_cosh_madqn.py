@@ -3,7 +3,12 @@
     .venv/bin/python docs/tutorials/log_cosh_madqn.py --env=mpe/simple_spread_v3
 """
 
-from absl import app
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
 import tensorflow as tf
 
 from mava_systems import launch, madqn

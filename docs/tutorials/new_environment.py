@@ -5,7 +5,12 @@
         --env_module=docs/tutorials/new_environment.py
 """
 
-from absl import app
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
 from gymnasium import spaces
 import numpy as np
 from pettingzoo import ParallelEnv

@@ -3,7 +3,12 @@
     .venv/bin/python docs/tutorials/state_weighted_mixer.py --env=mpe/simple_spread_v3
 """
 
-from absl import app
+from mava_systems import console
+
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
 from dm_env import specs
 import sonnet as snt
 import tensorflow as tf

@@ -16,6 +16,9 @@ from mava_systems.madqn.builder import MADQNBuilder
 class DMPOBuilder(MADQNBuilder):
     """Builds each DMPO component; replay, its dataset and the adder are MADQN's (uniform, n-step)."""
 
+    trainer_class = DMPOTrainer
+    executor_class = DMPOExecutor
+
     def make_networks(self) -> DMPONetworks:
         """Online and target policies and critics (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
@@ -32,7 +35,7 @@ class DMPOBuilder(MADQNBuilder):
                      logger: Any = None, checkpoint: bool = True) -> DMPOTrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        return DMPOTrainer(
+        return self.trainer_class(
             networks=networks, dataset=dataset, discount=config.discount,
             num_samples=config.num_samples, policy_learning_rate=config.policy_learning_rate,
             critic_learning_rate=config.critic_learning_rate,
@@ -50,5 +53,5 @@ class DMPOBuilder(MADQNBuilder):
                       variable_client: Any = None, seed: int = 0,
                       greedy: bool = False) -> DMPOExecutor:
         """An executor sampling the policy (or acting with its mean, for evaluation)."""
-        return DMPOExecutor(networks, action_bounds(self.environment_spec, self.agent_networks),
+        return self.executor_class(networks, action_bounds(self.environment_spec, self.agent_networks),
                             adder, variable_client, seed, greedy)

@@ -24,6 +24,9 @@ QUEUE_TABLE = REPLAY_TABLE
 class IMPALABuilder(MADQNBuilder):
     """Builds each IMPALA component; the dataset (of sequences) is MADQN's."""
 
+    trainer_class = IMPALATrainer
+    executor_class = IMPALAExecutor
+
     def make_networks(self) -> IMPALANetworks:
         """The actor-critic networks (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
@@ -72,7 +75,7 @@ class IMPALABuilder(MADQNBuilder):
                      logger: Any = None, checkpoint: bool = True) -> IMPALATrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        return IMPALATrainer(
+        return self.trainer_class(
             networks=networks, dataset=dataset, discount=config.discount,
             learning_rate=config.learning_rate, max_gradient_norm=config.max_gradient_norm,
             entropy_cost=config.entropy_cost, baseline_cost=config.baseline_cost,
@@ -85,4 +88,4 @@ class IMPALABuilder(MADQNBuilder):
                       variable_client: Any = None, seed: int = 0,
                       greedy: bool = False) -> IMPALAExecutor:
         """An executor sampling from the policy (or greedy, for evaluation)."""
-        return IMPALAExecutor(networks, adder, variable_client, seed, greedy)
+        return self.executor_class(networks, adder, variable_client, seed, greedy)

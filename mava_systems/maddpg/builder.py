@@ -19,6 +19,7 @@ class MADDPGBuilder(MADQNBuilder):
     """Builds each MADDPG component; override one method to change one component."""
 
     trainer_class = MADDPGTrainer
+    executor_class = MADDPGExecutor
     # Whether critics are categorical distributions (MAD4PG) rather than values.
     distributional = False
 
@@ -64,7 +65,7 @@ class MADDPGBuilder(MADQNBuilder):
                       adder: Any = None, variable_client: Any = None,
                       seed: int = 0) -> MADDPGExecutor:
         """An executor adding noise of the scale `exploration_schedule` gives to its policies."""
-        return MADDPGExecutor(networks, action_bounds(self.environment_spec, self.agent_networks),
+        return self.executor_class(networks, action_bounds(self.environment_spec, self.agent_networks),
                               exploration_schedule, adder, variable_client, seed)
 
 

@@ -1,7 +1,7 @@
 """MADDPG and MAD4PG: deterministic policy gradients with per-agent critics, as Launchpad programs."""
 
 import functools
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
 from mava_systems.components.exploration import ConstantEpsilon, log_spread
 from mava_systems.madqn.builder import MADQNBuilder
@@ -33,6 +33,43 @@ class MADDPG(MADQN):
     builder_class = MADDPGBuilder
     system_name = "maddpg"
     config_class = MADDPGConfig
+
+    def __init__(
+        self,
+        environment_factory: Any,
+        network_factory: Optional[MADDPGNetworkFactory] = None,
+        num_executors: int = 1,
+        num_caches: int = 0,
+        max_executor_steps: Optional[int] = None,
+        config: Optional[MADDPGConfig] = None,
+        exploration_schedules: Optional[Sequence[ConstantEpsilon]] = None,
+        run_dir: Optional[str] = None,
+    ):
+        """Validates everything and builds the networks once, before any process starts.
+
+        Args:
+          environment_factory: `factory(evaluation=False, seed=None)` returning a
+            `wrappers.MultiAgentEnvironment` with continuous (bounded) actions.
+          network_factory: `factory(observation_spec, action_spec)` returning a
+            (policy, critic) pair (see `maddpg.networks`); None for MLPs with the
+            config's `policy_hidden_sizes` and `critic_hidden_sizes`.
+          num_executors: executor nodes (at least 1).
+          num_caches: variable caches between trainer and executors (0: none).
+          max_executor_steps: stop the program after this many executor steps.
+          config: hyper-parameters (a `config_class`: `MADDPGConfig`, or
+            `MAD4PGConfig` for MAD4PG; None: its defaults).
+          exploration_schedules: one `schedule(step) -> noise scale` per executor
+            (the standard deviation of the Gaussian noise added to its actions);
+            by default constant scales spread log-uniformly from the config's
+            `min_noise_scale` to `noise_scale`.
+          run_dir: where logs and checkpoints go (default: `runs/<system_name>-<time>`).
+
+        Raises:
+          ValueError: on a bad count or config, discrete actions, or a "state"
+            critic for an environment without a global state.
+        """
+        super().__init__(environment_factory, network_factory, num_executors, num_caches,
+                         max_executor_steps, config, exploration_schedules, run_dir)
 
     def default_exploration_schedules(self, num_executors: int) -> List[ConstantEpsilon]:
         """One constant noise scale per executor (see `log_spread`)."""

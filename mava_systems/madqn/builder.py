@@ -34,8 +34,10 @@ REPLAY_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
 class MADQNBuilder:
     """Builds each MADQN component; override one method to change one component."""
 
-    # The trainer `make_trainer` makes: a subclass changes the loss without copying the method.
+    # The classes `make_trainer` and `make_executor` construct: a subclass sets its own to change
+    # the loss or the acting without copying a method (every system's builder does the same).
     trainer_class = MADQNTrainer
+    executor_class = MADQNExecutor
     # Whether replay items carry the environment's extras (its global state) at both ends
     # (see `replay_environment_extras_spec`); MADQN's independent learners do not use them.
     stores_environment_extras = False
@@ -182,7 +184,7 @@ class MADQNBuilder:
                       variable_client: Optional[variable_utils.VariableClient] = None,
                       seed: int = 0) -> MADQNExecutor:
         """An epsilon-greedy executor following `exploration_schedule`."""
-        return MADQNExecutor(networks, exploration_schedule, adder, variable_client, seed)
+        return self.executor_class(networks, exploration_schedule, adder, variable_client, seed)
 
     def make_evaluation_executor(self, networks: MADQNNetworks,
                                  variable_client: Optional[variable_utils.VariableClient] = None,

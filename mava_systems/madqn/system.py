@@ -31,6 +31,9 @@ class MADQN(DistributedSystem):
     builder_class = MADQNBuilder
     system_name = "madqn"
     config_class = MADQNConfig
+    # Whether executors follow `exploration_schedules` (recorded in run.json and the header);
+    # MAPPO's sample their policies instead.
+    explores_by_schedule = True
 
     def __init__(
         self,
@@ -53,7 +56,7 @@ class MADQN(DistributedSystem):
           num_executors: executor nodes (at least 1).
           num_caches: variable caches between trainer and executors (0: none).
           max_executor_steps: stop the program after this many executor steps.
-          config: hyper-parameters.
+          config: hyper-parameters (a `config_class`, e.g. `MADQNConfig`; None: its defaults).
           exploration_schedules: one `schedule(step) -> epsilon` per executor;
             by default constant epsilons spread log-uniformly as in Acme's DQN.
           run_dir: where logs and checkpoints go (default: `runs/<system_name>-<time>`).
@@ -102,19 +105,27 @@ class MADQN(DistributedSystem):
         return self.builder_class(self.config, self.environment_spec, agent_networks,
                                   network_factory, self.run_dir)
 
+    def exploration_settings(self) -> Dict[str, Any]:
+        """Every executor's exploration schedule, if it explores by one (see
+        `explores_by_schedule`), as run.json and the configuration header show them."""
+        if not self.explores_by_schedule:
+            return {}
+        return {"exploration_schedules": [repr(schedule)
+                                          for schedule in self.exploration_schedules]}
+
     def description(self) -> Dict[str, Any]:
-        """The base description (see `DistributedSystem`), with every executor's exploration schedule."""
-        return {**super().description(),
-                "exploration_schedules": [repr(schedule) for schedule in self.exploration_schedules]}
+        """The base description (see `DistributedSystem`), with the exploration settings."""
+        return {**super().description(), **self.exploration_settings()}
 
     def run_config(self) -> Dict[str, Any]:
-        """The launch settings, with the environment's name and arguments and the schedules."""
+        """The launch settings, with the environment's name and arguments and the exploration
+        settings."""
         settings = super().run_config()
         config = settings.pop("config")  # Listed last, after the environment.
         settings.update(
             environment=getattr(self._environment_factory, "name", None),
             environment_kwargs=getattr(self._environment_factory, "env_kwargs", None),
-            exploration_schedules=[repr(schedule) for schedule in self.exploration_schedules],
+            **self.exploration_settings(),
             config=config)
         return settings
 

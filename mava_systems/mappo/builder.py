@@ -23,6 +23,9 @@ class MAPPOBuilder(IMPALABuilder):
     global state `env_state`, when it has one) with every step's observation.
     """
 
+    trainer_class = MAPPOTrainer
+    executor_class = MAPPOExecutor
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.stores_environment_extras = self.config.critic == "centralised"
@@ -73,7 +76,7 @@ class MAPPOBuilder(IMPALABuilder):
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MAPPOTrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
-        return MAPPOTrainer(
+        return self.trainer_class(
             networks=networks, dataset=dataset, config=self.config,
             state_from_observations=self.centralised and not self.replay_environment_extras_spec(),
             counter=counter, logger=logger,
@@ -86,10 +89,10 @@ class MAPPOBuilder(IMPALABuilder):
         """An executor sampling from its policies (MAPPO explores by sampling: there is no
         exploration schedule, `exploration_schedule` is ignored)."""
         del exploration_schedule
-        return MAPPOExecutor(networks, adder, variable_client, seed,
+        return self.executor_class(networks, adder, variable_client, seed,
                              stores_state=bool(self.replay_environment_extras_spec()))
 
     def make_evaluation_executor(self, networks: MAPPONetworks, variable_client: Any = None,
                                  seed: int = 0) -> MAPPOExecutor:
         """An executor taking each policy's most likely action, writing nothing."""
-        return MAPPOExecutor(networks, variable_client=variable_client, seed=seed, greedy=True)
+        return self.executor_class(networks, variable_client=variable_client, seed=seed, greedy=True)

@@ -39,6 +39,7 @@ class MAPPO(MADQN):
     config_class = MAPPOConfig
     # The critic a default config has; IPPO's is decentralised.
     critic = "centralised"
+    explores_by_schedule = False
 
     def __init__(
         self,
@@ -50,6 +51,25 @@ class MAPPO(MADQN):
         config: Optional[MAPPOConfig] = None,
         run_dir: Optional[str] = None,
     ):
+        """Validates everything and builds the networks once, before any process starts.
+
+        Args:
+          environment_factory: `factory(evaluation=False, seed=None)` returning a
+            `wrappers.MultiAgentEnvironment` with discrete or continuous actions.
+          network_factory: `factory(observation_spec, action_spec, critic_input_spec)`
+            returning a (policy, critic) pair (see `NetworkFactory`); None for MLPs
+            with `config.hidden_sizes`.
+          num_executors: executor nodes (at least 1); each samples its policies.
+          num_caches: variable caches between trainer and executors (0: none).
+          max_executor_steps: stop the program after this many executor steps.
+          config: hyper-parameters, a `MAPPOConfig` whose `critic` is this class's
+            (None: the defaults with this class's critic).
+          run_dir: where logs and checkpoints go (default: `runs/<system_name>-<time>`).
+
+        Raises:
+          ValueError: on a bad count or config (or one with another critic than
+            this class's), or networks that do not fit the environment.
+        """
         if config is None:
             config = self.config_class(critic=self.critic)
         elif not isinstance(config, MAPPOConfig):
@@ -65,7 +85,7 @@ class MAPPO(MADQN):
                             type(self).__name__)
 
     def default_exploration_schedules(self, num_executors: int) -> Sequence[ConstantEpsilon]:
-        """No epsilon exploration: executors sample their policies."""
+        """No epsilon exploration: executors sample their policies (never recorded)."""
         return [ConstantEpsilon(0.0)] * num_executors
 
     def make_default_network_factory(self) -> NetworkFactory:

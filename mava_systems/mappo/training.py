@@ -200,8 +200,13 @@ class MAPPOTrainer(TrainerLoop):
 
     @property
     def networks(self) -> MAPPONetworks:
-        """The policies and critics this trainer trains."""
+        """The policies and critics this trainer trains, and each policy's action head."""
         return self._networks
+
+    @property
+    def config(self) -> MAPPOConfig:
+        """The hyper-parameters this trainer trains with."""
+        return self._config
 
     @property
     def dropped_sequences(self) -> int:
@@ -322,7 +327,24 @@ class MAPPOTrainer(TrainerLoop):
         else:
             fetches["gradient_norm"] = self._apply(tape, policy_loss + value_loss, key, has_data)
         del tape
+        self.check_fetches(fetches)
         return fetches
+
+    def check_fetches(self, fetches: Mapping[str, Any]) -> None:
+        """Checks (when the step is traced, before any training) that a minibatch step returns
+        exactly the statistics `fetch_names` lists: the losses' and the gradient norms.
+
+        Raises:
+          ValueError: naming the missing or unlisted statistics and what to override.
+        """
+        expected, returned = set(self.fetch_names()), set(fetches)
+        if expected != returned:
+            name = type(self).__name__
+            raise ValueError(
+                f"{name}: policy_loss and value_loss must return, with the gradient norms, every "
+                f"statistic fetch_names() lists and no other; missing "
+                f"{sorted(expected - returned)}, not listed {sorted(returned - expected)}: "
+                f"return them from the losses, or override {name}.fetch_names")
 
     def _apply(self, tape: tf.GradientTape, loss: tf.Tensor, optimizer: str,
                has_data: tf.Tensor) -> tf.Tensor:
@@ -336,7 +358,9 @@ class MAPPOTrainer(TrainerLoop):
         return norm
 
     def fetch_names(self) -> List[str]:
-        """The statistics `minibatch_step` returns."""
+        """The statistics `minibatch_step` returns (averaged over the minibatches, logged as
+        `<name>/<network>`): the names `policy_loss` and `value_loss` return, and the gradient
+        norms. A subclass whose losses return other statistics lists them here."""
         norms = (["policy_gradient_norm", "critic_gradient_norm"]
                  if self._config.separate_optimizers else ["gradient_norm"])
         return ["policy_loss", "entropy", "clip_fraction", "approx_kl", "value_loss"] + norms

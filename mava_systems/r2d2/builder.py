@@ -24,6 +24,9 @@ from mava_systems.r2d2.training import R2D2Trainer
 class R2D2Builder(MADQNBuilder):
     """Builds each R2D2 component; override one method to change one component."""
 
+    trainer_class = R2D2Trainer
+    executor_class = R2D2Executor
+
     def make_networks(self) -> R2D2Networks:
         """Online and target recurrent Q-networks (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
@@ -62,7 +65,7 @@ class R2D2Builder(MADQNBuilder):
                      logger: Any = None, checkpoint: bool = True) -> R2D2Trainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        return R2D2Trainer(
+        return self.trainer_class(
             networks=networks, dataset=dataset, discount=config.discount, n_step=config.n_step,
             burn_in_length=config.burn_in_length, learning_rate=config.learning_rate,
             max_gradient_norm=config.max_gradient_norm,
@@ -81,4 +84,4 @@ class R2D2Builder(MADQNBuilder):
         """An epsilon-greedy recurrent executor (greedy: epsilon 0, for evaluation)."""
         if greedy or exploration_schedule is None:
             exploration_schedule = ConstantEpsilon(0.0)
-        return R2D2Executor(networks, exploration_schedule, adder, variable_client, seed)
+        return self.executor_class(networks, exploration_schedule, adder, variable_client, seed)
