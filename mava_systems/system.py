@@ -25,10 +25,11 @@ from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.logging import make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
-from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   check_writable, drop_partial_log_rows, hold,
-                                                   move_aside, read_status, release,
-                                                   save_run_config)
+from mava_systems.components.run_directory import (RunStatus, check_description,
+                                                   check_logs_have_checkpoints, check_writable,
+                                                   drop_partial_log_rows, hold, move_aside,
+                                                   read_status, release, roll_back_logs,
+                                                   save_description, save_run_config)
 
 # The evaluator's seed is the run's seed plus this (executors take the run's seed plus 1, 2, ...).
 EVALUATOR_SEED_OFFSET = 10_000
@@ -159,7 +160,10 @@ class DistributedSystem:
 
         Raises:
           ValueError: if the directory is a file, cannot be written, is in use by
-            another running program, or holds a run this configuration cannot continue.
+            another running program, holds a run this configuration cannot continue, or
+            holds logs without the counter checkpoint to continue them (see
+            `check_logs_have_checkpoints`). Logs ahead of the restored counts are cut back
+            to them (see `roll_back_logs`).
         """
         check_writable(self.run_dir)
         hold(self.run_dir)  # Before anything changes: refused if another program writes here.
@@ -170,11 +174,16 @@ class DistributedSystem:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
             check_writable(self.run_dir)
             hold(self.run_dir)
-        changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
-        save_run_config(self.run_dir, self.run_config())
+        description = self.description()
+        changed = check_description(self.run_dir, description, self.identity_keys)
         status = read_status(self.run_dir)
+        check_logs_have_checkpoints(self.run_dir, status)  # Refused before anything is written.
+        save_description(self.run_dir, description)
+        save_run_config(self.run_dir, self.run_config())
         for path in drop_partial_log_rows(self.run_dir):
             logging.warning("Dropped the unfinished last row of %s (the run was killed)", path)
+        if status.resumed:
+            status.rolled_back_rows = roll_back_logs(self.run_dir, status.counts)
         return status, changed
 
     # Nodes every system shares.

@@ -51,6 +51,12 @@ class TensorBoardLogger(loggers.Logger):
 
     def write(self, values: loggers.LoggingData) -> None:
         step = values.get(self._steps_key, self._rows) if self._steps_key else self._rows
+        if self._rows == 0:
+            # A session start at the first step: TensorBoard drops what the directory's older
+            # event files hold beyond it (a run resumed from counts older than its last rows).
+            self._writer.add_event(event_pb2.Event(
+                wall_time=time.time(), step=int(step),
+                session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
         summary = summary_pb2.Summary()
         for key, value in values.items():
             if key != self._steps_key:

@@ -7,6 +7,7 @@ that is an error naming the difference (nothing is overwritten). Changed
 hyper-parameters are allowed and reported.
 """
 
+import csv
 import dataclasses
 import fcntl
 import glob
@@ -14,7 +15,7 @@ import json
 import os
 import pickle
 import textwrap
-from typing import IO, Any, Dict, List, Mapping, Optional
+from typing import IO, Any, Dict, List, Mapping, Optional, Tuple
 
 from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
 from mava_systems.components.counting import COUNT_KEYS
@@ -26,6 +27,8 @@ LOCK_FILE = ".lock"
 # Replay and trainer checkpoints this close in time count as taken together.
 REPLAY_SKEW_S = 60.0
 CONFIG_FILE = "config.json"
+# Where a log's rows beyond the counts a run resumed from are moved (see `roll_back_logs`).
+ROLLED_BACK_FILE = "rolled_back.csv"
 
 
 @dataclasses.dataclass
@@ -38,6 +41,8 @@ class RunStatus:
     # Seconds between the trainer's and the replay's latest checkpoints (None: no replay one).
     replay_age_s: Optional[float] = None
     replay_checkpoint: Optional[str] = None
+    # Log files cut back to these counts at this launch: {path: rows moved to rolled_back.csv}.
+    rolled_back_rows: Dict[str, int] = dataclasses.field(default_factory=dict)
 
     def reached_limit(self, max_executor_steps: Optional[int]) -> bool:
         """Whether the saved executor steps already reach `max_executor_steps` (None: no limit)."""
@@ -61,6 +66,11 @@ class RunStatus:
             when = "before" if self.replay_age_s > 0 else "after"
             lines.append(f"Replay: restored from {self.replay_checkpoint}, saved "
                          f"{abs(self.replay_age_s):.0f} s {when} the trainer checkpoint.")
+        if self.rolled_back_rows:
+            rows = sum(self.rolled_back_rows.values())
+            lines.append(f"Logs: {rows} row{'s' if rows != 1 else ''} logged after the saved "
+                         f"counts (in {len(self.rolled_back_rows)} of logs/*/logs.csv) moved to "
+                         f"logs/<node>/{ROLLED_BACK_FILE}; the logs continue from the counts.")
         return "\n".join(lines)
 
 
@@ -149,6 +159,104 @@ def drop_partial_log_rows(run_dir: str) -> List[str]:
     return repaired
 
 
+def _log_files(run_dir: str) -> List[str]:
+    return sorted(glob.glob(os.path.join(run_dir, "logs", "*", "logs.csv")))
+
+
+def _row_counts(header: List[str], line: bytes) -> Dict[str, float]:
+    """The counts of `COUNT_KEYS` one CSV line holds (those it cannot say are left out)."""
+    try:
+        values = next(csv.reader([line.decode("utf-8", errors="replace")]), [])
+    except csv.Error:
+        return {}
+    counts = {}
+    for key, value in zip(header, values):
+        if key in COUNT_KEYS:
+            try:
+                counts[key] = float(value)
+            except ValueError:
+                pass
+    return counts
+
+
+def _read_log(path: str) -> Tuple[bytes, List[str], List[bytes]]:
+    """A CSV log's header line, its column names and its complete data lines."""
+    with open(path, "rb") as log_file:
+        content = log_file.read()
+    lines = content.split(b"\n")[:-1]  # After the last newline: nothing, or a partial row.
+    if not lines:
+        return b"", [], []
+    header = lines[0]
+    columns = next(csv.reader([header.decode("utf-8", errors="replace")]), [])
+    return header, columns, lines[1:]
+
+
+def logged_counts(run_dir: str) -> Dict[str, float]:
+    """The highest value of each of `COUNT_KEYS` that the run's CSV logs hold (none: empty)."""
+    highest: Dict[str, float] = {}
+    for path in _log_files(run_dir):
+        _, columns, lines = _read_log(path)
+        for line in lines:
+            for key, value in _row_counts(columns, line).items():
+                highest[key] = max(value, highest.get(key, value))
+    return highest
+
+
+def check_logs_have_checkpoints(run_dir: str, status: RunStatus) -> None:
+    """Refuses to continue a run whose logs hold counts but whose counter checkpoint is gone.
+
+    Its counts would restart from 0 under the old run's logs (executor steps going
+    3000 -> 25 in the same CSV files, negative rates, the old run's evaluation
+    rounds in the summary), so nothing is launched and nothing is changed.
+
+    Raises:
+      ValueError: naming the directory, how far its logs go, and what to do.
+    """
+    if status.counts:
+        return
+    logged = logged_counts(run_dir)
+    if not any(logged.values()):
+        return
+    steps = ", ".join(f"{key}={int(value):,}" for key, value in logged.items() if value)
+    raise ValueError(
+        f"{run_dir} holds the logs of a run ({steps}) but no counter checkpoint "
+        f"({os.path.join(run_dir, 'checkpoints', 'counter')} is missing or empty: the checkpoints "
+        "were removed, or the run was killed before its first one), so its counts cannot "
+        "continue; a new run there would mix into the old logs. Start over with --start_fresh "
+        "(the old run is moved to <run_dir>.old-<n>, not deleted), restore the checkpoints, or "
+        "use another --run_dir; nothing was changed.")
+
+
+def roll_back_logs(run_dir: str, counts: Mapping[str, float]) -> Dict[str, int]:
+    """Cuts each CSV log back to the restored `counts`, so that its counts never go backwards.
+
+    A run continues from its counter's latest checkpoint, which can be older
+    than the last rows its nodes logged (a kill, a failed save, counts not yet
+    synced at a stop). From the first row counting past `counts` (any of
+    `COUNT_KEYS`), rows are moved to `rolled_back.csv` beside the log (kept, not
+    deleted); the resumed run's rows follow the ones kept. Returns the rows
+    moved per log file (only files that were cut).
+    """
+    moved = {}
+    for path in _log_files(run_dir):
+        header, columns, lines = _read_log(path)
+        cut = next((index for index, line in enumerate(lines)
+                    if any(value > counts.get(key, 0)
+                           for key, value in _row_counts(columns, line).items())), None)
+        if cut is None:
+            continue
+        aside = os.path.join(os.path.dirname(path), ROLLED_BACK_FILE)
+        with open(aside, "ab") as aside_file:
+            if aside_file.tell() == 0:
+                aside_file.write(header + b"\n")
+            aside_file.write(b"".join(line + b"\n" for line in lines[cut:]))
+        with open(path + ".tmp", "wb") as log_file:
+            log_file.write(b"".join(line + b"\n" for line in [header, *lines[:cut]]))
+        os.replace(path + ".tmp", path)
+        moved[path] = len(lines) - cut
+    return moved
+
+
 def _latest(run_dir: str, node: str) -> Optional[str]:
     return latest_readable_checkpoint(os.path.join(run_dir, "checkpoints", node))
 
@@ -186,44 +294,59 @@ def _index_time(checkpoint: str) -> float:
     return os.path.getmtime(checkpoint + ".index")
 
 
-def check_and_save_description(run_dir: str, description: Mapping[str, Any],
-                               must_match: List[str]) -> List[str]:
-    """Saves `description` as run.json, or checks it against the saved one.
+def check_description(run_dir: str, description: Mapping[str, Any],
+                      must_match: List[str]) -> List[str]:
+    """Checks `description` against the run.json saved in `run_dir`, if there is one.
 
     Returns the names of the changed entries that may change between launches.
 
     Raises:
-      ValueError: if an entry named in `must_match` differs from the saved run.
+      ValueError: if run.json is damaged, or an entry named in `must_match` differs
+        from the saved run.
     """
     path = os.path.join(run_dir, RUN_FILE)
+    if not os.path.exists(path):
+        return []
     description = json.loads(json.dumps(description, default=str))  # As it would be read back.
-    if os.path.exists(path):
-        try:
-            with open(path) as run_file:
-                saved = json.load(run_file)
-        except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
-            raise ValueError(
-                f"{path} is damaged ({error}): it says which run the directory holds. Restore "
-                "it, start over with --start_fresh (the old run is moved aside, not deleted), "
-                "or use another --run_dir; nothing was changed.") from None
-        if not isinstance(saved, dict):
-            raise ValueError(f"{path} is damaged (not a JSON object); restore it, use "
-                             "--start_fresh or another --run_dir; nothing was changed.")
-        mismatched = [key for key in must_match if saved.get(key) != description.get(key)]
-        if mismatched:
-            details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"
-                                for key in mismatched)
-            raise ValueError(
-                f"{run_dir} holds a run that this configuration cannot continue ({details}). "
-                "Use another --run_dir; the saved run was left untouched.")
-        changed = sorted(key for key in set(saved) | set(description)
-                         if key not in must_match and saved.get(key) != description.get(key))
-    else:
-        changed = []
+    try:
+        with open(path) as run_file:
+            saved = json.load(run_file)
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
+        raise ValueError(
+            f"{path} is damaged ({error}): it says which run the directory holds. Restore "
+            "it, start over with --start_fresh (the old run is moved aside, not deleted), "
+            "or use another --run_dir; nothing was changed.") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path} is damaged (not a JSON object); restore it, use "
+                         "--start_fresh or another --run_dir; nothing was changed.")
+    mismatched = [key for key in must_match if saved.get(key) != description.get(key)]
+    if mismatched:
+        details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"
+                            for key in mismatched)
+        raise ValueError(
+            f"{run_dir} holds a run that this configuration cannot continue ({details}). "
+            "Use another --run_dir; the saved run was left untouched.")
+    return sorted(key for key in set(saved) | set(description)
+                  if key not in must_match and saved.get(key) != description.get(key))
+
+
+def save_description(run_dir: str, description: Mapping[str, Any]) -> None:
+    """Saves `description` as `<run_dir>/run.json` (atomically)."""
+    path = os.path.join(run_dir, RUN_FILE)
     os.makedirs(run_dir, exist_ok=True)
     with open(path + ".tmp", "w") as run_file:
-        json.dump(description, run_file, indent=2, sort_keys=True)
+        json.dump(description, run_file, indent=2, sort_keys=True, default=str)
     os.replace(path + ".tmp", path)
+
+
+def check_and_save_description(run_dir: str, description: Mapping[str, Any],
+                               must_match: List[str]) -> List[str]:
+    """Checks `description` (see `check_description`), then saves it as run.json.
+
+    Returns the names of the changed entries that may change between launches.
+    """
+    changed = check_description(run_dir, description, must_match)
+    save_description(run_dir, description)
     return changed
 
 
