@@ -22,7 +22,7 @@ import re
 import sys
 import tempfile
 import threading
-from typing import Iterable, Optional, Sequence, TextIO
+from typing import Iterable, Optional, Sequence, Set, TextIO
 
 LOG_FILE = "output.log"
 # Command-line flags that ask for the libraries' output on the terminal.
@@ -95,6 +95,8 @@ class OutputCapture:
         self.terminal_errors = TerminalStream(self._reopen(os.dup(2), sys.stderr))
         pending, self.log_path = tempfile.mkstemp(prefix="mava-output-", suffix=".log")
         self._pending = True
+        # Lines `say` showed on the terminal before the run started: not shown again at exit.
+        self.said: Set[str] = set()
         self.launch_offset = 0  # Where this launch's output starts in the log.
         self._redirect(pending)
         os.close(pending)
@@ -150,7 +152,8 @@ class OutputCapture:
         sys.stdout.flush()
         sys.stderr.flush()
         with open(self.log_path, errors="replace") as pending:
-            lines = [line for line in pending if not is_startup_noise(line)]
+            lines = [line for line in pending
+                     if not is_startup_noise(line) and line.rstrip("\n") not in self.said]
         self.terminal_errors.write("".join(lines))
         os.remove(self.log_path)
         self._pending = False
@@ -233,6 +236,7 @@ def say(lines: Iterable[str]) -> None:
     _write_line(terminal(), text)
     if _capture is not None:
         print(text, flush=True)
+        _capture.said.update(text.splitlines())
 
 
 def report_error(text: str) -> None:

@@ -19,7 +19,7 @@ import scipy.stats
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems import registry
+from mava_systems import console, registry
 from mava_systems.components.checkpointing import latest_readable_checkpoint
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.run_directory import RUN_FILE
@@ -51,8 +51,14 @@ def load_system(run_dir: str) -> Any:
     path = os.path.join(run_dir, RUN_FILE)
     if not os.path.exists(path):
         raise ValueError(f"{run_dir} has no {RUN_FILE}: not a run directory")
-    with open(path) as run_file:
-        description = json.load(run_file)
+    try:
+        with open(path) as run_file:
+            description = json.load(run_file)
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
+        raise ValueError(f"{path} is damaged ({error}): it says which system and environment "
+                         "the run used; restore it to evaluate the run") from None
+    if not isinstance(description, dict):
+        raise ValueError(f"{path} is damaged (not a JSON object); restore it to evaluate the run")
     system_class = recorded_system_class(description, path)
     if not description.get("environment_name"):
         raise ValueError(f"{path} does not name a registered environment")
@@ -130,10 +136,16 @@ def define_flags() -> None:
 
 
 def main(argv: Sequence[str]) -> None:
-    del argv
+    """Evaluates the run the flags name; a user error is one line on stderr and exit status 1."""
+    if len(argv) > 1:
+        console.fail(f"error: unexpected arguments: {' '.join(argv[1:])}")
     if not flags.FLAGS.run_dir:
-        raise app.UsageError("--run_dir is required")
-    result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed)
+        console.fail("error: --run_dir is required: the run directory to evaluate, e.g. "
+                     "--run_dir=runs/spread")
+    try:
+        result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed)
+    except ValueError as error:  # Bad input (incl. CheckpointError): say it, without a trace.
+        console.fail(f"error: {error}")
     print(f"{result['checkpoint']}: greedy return over {result['episodes']} episodes "
           f"{result['mean_return']:.3f} (95% CI {result['ci95_low']:.3f} to "
           f"{result['ci95_high']:.3f})")
