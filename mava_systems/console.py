@@ -235,8 +235,11 @@ def say(lines: Iterable[str]) -> None:
     text = "\n".join(lines)
     _write_line(terminal(), text)
     if _capture is not None:
-        print(text, flush=True)
         _capture.said.update(text.splitlines())
+        try:
+            print(text, flush=True)
+        except OSError:  # The log's disk is full: the terminal has it; the run says why.
+            pass
 
 
 def report_error(text: str) -> None:

@@ -24,6 +24,7 @@ from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTI
                                                StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
 from mava_systems.config import parse_json_object
+from mava_systems.components.disk_space import disk_full_message
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
 from mava_systems.progress import read_snapshot, reporting_progress
@@ -463,7 +464,9 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
                                        sys.argv, log_file,
                                        None if failure is None else str(failure))])
     if failure is not None:
-        console.report_error(f"error: the run stopped because a node failed: {failure}")
+        disk_full = disk_full_message(str(failure))
+        console.report_error(f"error: {disk_full}" if disk_full else
+                             f"error: the run stopped because a node failed: {failure}")
     exit_code = 0 if failure is None else 1
     exit_if_loops_were_abandoned(exit_code)  # local_mt: a node loop given up at the stop.
     if failure is not None:

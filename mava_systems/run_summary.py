@@ -57,8 +57,12 @@ def random_baseline(run_dir: str, environment_factory: Any, seed: int,
     except (OSError, ValueError, KeyError, TypeError):
         pass  # Not measured yet, or for another environment: measure it.
     baseline = random_policy_return(environment_factory, episodes, seed, max_seconds)
-    with open(path, "w") as saved_file:
-        json.dump({"environment": environment, **dataclasses.asdict(baseline)}, saved_file)
+    try:
+        with open(path, "w") as saved_file:
+            json.dump({"environment": environment, **dataclasses.asdict(baseline)}, saved_file)
+    except OSError:  # E.g. a full disk: measured again next time.
+        if os.path.exists(path):
+            os.remove(path)
     return baseline
 
 

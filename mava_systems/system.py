@@ -25,6 +25,7 @@ from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.logging import make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
+from mava_systems.components.disk_space import check_free_space
 from mava_systems.components.run_directory import (RunStatus, check_description,
                                                    check_logs_have_checkpoints, check_writable,
                                                    drop_partial_log_rows, hold, move_aside,
@@ -178,6 +179,7 @@ class DistributedSystem:
         changed = check_description(self.run_dir, description, self.identity_keys)
         status = read_status(self.run_dir)
         check_logs_have_checkpoints(self.run_dir, status)  # Refused before anything is written.
+        check_free_space(self.run_dir)
         save_description(self.run_dir, description)
         save_run_config(self.run_dir, self.run_config())
         for path in drop_partial_log_rows(self.run_dir):
