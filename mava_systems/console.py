@@ -16,6 +16,7 @@ an absl verbosity flag) leaves the terminal as it was.
 """
 
 import atexit
+import errno
 import io
 import os
 import re
@@ -82,6 +83,40 @@ class TerminalStream(io.TextIOBase):
         self.write((CLEAR_LINE if self.isatty() else "") + text + "\n")
 
 
+class DropsWritesOnFullDisk:
+    """`stream` (the process's stdout or stderr, captured in a log file), except that what
+    cannot be written because the log's disk is full is dropped instead of raising.
+
+    Any `print` would otherwise raise there, e.g. Launchpad's stop countdown in
+    the launcher's signal handler, ending the launcher before its summary.
+    """
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self.dropped = False
+
+    def _tolerate_full_disk(self, error: OSError) -> None:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise error
+        self.dropped = True
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            self._tolerate_full_disk(error)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            self._tolerate_full_disk(error)
+
+    def __getattr__(self, name: str):  # fileno, isatty, encoding, buffer, reconfigure, ...
+        return getattr(self._stream, name)
+
+
 class OutputCapture:
     """Points this process's stdout and stderr (descriptors 1 and 2) at a log file.
 
@@ -102,6 +137,8 @@ class OutputCapture:
         os.close(pending)
         # Line by line, so the log reads in order and a watcher sees whole lines soon.
         sys.stdout.reconfigure(line_buffering=True)
+        sys.stdout = DropsWritesOnFullDisk(sys.stdout)
+        sys.stderr = DropsWritesOnFullDisk(sys.stderr)
 
     @staticmethod
     def _reopen(descriptor: int, like: TextIO) -> TextIO:
@@ -236,10 +273,7 @@ def say(lines: Iterable[str]) -> None:
     _write_line(terminal(), text)
     if _capture is not None:
         _capture.said.update(text.splitlines())
-        try:
-            print(text, flush=True)
-        except OSError:  # The log's disk is full: the terminal has it; the run says why.
-            pass
+        print(text, flush=True)
 
 
 def report_error(text: str) -> None:
