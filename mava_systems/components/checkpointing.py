@@ -83,6 +83,19 @@ def _no_good_checkpoint(directory: str, errors: List[str]) -> str:
             "moved aside, not deleted).")
 
 
+def log_save(run_dir: str, record: Dict[str, Any], name: str) -> None:
+    """Appends a save's `record` to the run's save log; a full disk stops the program, in
+    `name`'s name (see `disk_space`)."""
+    path = os.path.join(run_dir, "checkpoints", SAVES_LOG)
+    try:
+        with open(path, "a") as saves_log:
+            saves_log.write(json.dumps(record) + "\n")
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        stop_for_full_disk(name, run_dir, path, error)
+
+
 def _size_bytes(path: str) -> int:
     directory, prefix = os.path.split(path)
     return sum(os.path.getsize(os.path.join(directory, name)) for name in os.listdir(directory)
@@ -184,14 +197,7 @@ class Checkpointing:
             return False
         record.update(path=path, seconds=round(time.time() - start, 4), bytes=_size_bytes(path))
         self._last_save = time.time()
-        saves_path = os.path.join(self.run_dir, "checkpoints", SAVES_LOG)
-        try:
-            with open(saves_path, "a") as saves_log:
-                saves_log.write(json.dumps(record) + "\n")
-        except OSError as error:
-            if not is_disk_full(error):
-                raise
-            stop_for_full_disk(f"{self.node} checkpoint", self.run_dir, saves_path, error)
+        log_save(self.run_dir, record, f"{self.node} checkpoint")
         logging.info("%s: saved %s (%d bytes, %.2f s)", self.node, path, record["bytes"],
                      record["seconds"])
         return True

@@ -20,7 +20,7 @@ import launchpad as lp
 from launchpad import address as lp_address
 import reverb
 
-from mava_systems.components.checkpointing import SAVES_LOG
+from mava_systems.components.checkpointing import log_save
 from mava_systems.components.disk_space import is_disk_full, stop_for_full_disk
 from mava_systems.components.lifecycle import stop_program_after_failure
 from mava_systems.components.replay import POLL_INTERVAL_MS
@@ -52,17 +52,6 @@ def checkpoint_time(path: str) -> float:
 
 def _directory_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
-
-
-def _log_save(run_dir: str, record: Dict[str, Any]) -> None:
-    path = os.path.join(run_dir, "checkpoints", SAVES_LOG)
-    try:
-        with open(path, "a") as saves_log:
-            saves_log.write(json.dumps(record) + "\n")
-    except OSError as error:
-        if not is_disk_full(error):
-            raise
-        stop_for_full_disk(REPLAY_NODE, run_dir, path, error)
 
 
 def remove_partial_replay_checkpoints(run_dir: str) -> None:
@@ -184,9 +173,9 @@ def save_replay(server: reverb.Server, run_dir: str) -> None:
         logging.warning("The replay checkpoint failed: %s", error)
         replay_checkpoint_failed(run_dir, error)
         return
-    _log_save(run_dir, {"node": REPLAY_NODE, "time": time.time(), "path": path,
+    log_save(run_dir, {"node": REPLAY_NODE, "time": time.time(), "path": path,
                         "seconds": round(time.time() - start, 4),
-                        "bytes": _directory_bytes(path), "items": sizes})
+                        "bytes": _directory_bytes(path), "items": sizes}, REPLAY_NODE)
     logging.info("Replay saved %s to %s", sizes, path)
 
 
