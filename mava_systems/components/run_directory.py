@@ -19,6 +19,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Tuple
 
 from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
 from mava_systems.components.counting import COUNT_KEYS
+from mava_systems.progress import read_last_row
 from mava_systems.components.replay_checkpointing import checkpoint_time, latest_replay_checkpoint
 
 RUN_FILE = "run.json"
@@ -191,14 +192,29 @@ def _read_log(path: str) -> Tuple[bytes, List[str], List[bytes]]:
     return header, columns, lines[1:]
 
 
+def _ahead(row: Mapping[str, Any], counts: Mapping[str, float]) -> bool:
+    """Whether a logged row counts past `counts` in any of `COUNT_KEYS`."""
+    for key in COUNT_KEYS:
+        try:
+            if float(row[key]) > counts.get(key, 0):
+                return True
+        except (KeyError, TypeError, ValueError):
+            pass
+    return False
+
+
 def logged_counts(run_dir: str) -> Dict[str, float]:
-    """The highest value of each of `COUNT_KEYS` that the run's CSV logs hold (none: empty)."""
+    """The highest value of each of `COUNT_KEYS` in the last rows of the run's CSV logs (the
+    highest of each log: its counts never go backwards); empty without any."""
     highest: Dict[str, float] = {}
     for path in _log_files(run_dir):
-        _, columns, lines = _read_log(path)
-        for line in lines:
-            for key, value in _row_counts(columns, line).items():
-                highest[key] = max(value, highest.get(key, value))
+        row = read_last_row(path) or {}
+        for key in COUNT_KEYS:
+            try:
+                value = float(row[key])
+            except (KeyError, TypeError, ValueError):
+                continue
+            highest[key] = max(value, highest.get(key, value))
     return highest
 
 
@@ -239,10 +255,11 @@ def roll_back_logs(run_dir: str, counts: Mapping[str, float]) -> Dict[str, int]:
     """
     moved = {}
     for path in _log_files(run_dir):
+        if not _ahead(read_last_row(path) or {}, counts):
+            continue  # The usual case, read from the file's end: nothing to cut.
         header, columns, lines = _read_log(path)
         cut = next((index for index, line in enumerate(lines)
-                    if any(value > counts.get(key, 0)
-                           for key, value in _row_counts(columns, line).items())), None)
+                    if _ahead(_row_counts(columns, line), counts)), None)
         if cut is None:
             continue
         aside = os.path.join(os.path.dirname(path), ROLLED_BACK_FILE)
