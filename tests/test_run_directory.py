@@ -160,20 +160,26 @@ def test_a_counter_behind_the_logs_resumes_with_the_logs_cut_to_its_counts(
     assert read_snapshot(run_dir).executor_steps == 8900
 
 
-def test_logs_without_a_counter_checkpoint_are_refused_and_nothing_is_changed(
+def _checkpoint_trainer(run_dir, steps):
+    Checkpointing({"num_steps": tf.Variable(steps, dtype=tf.int64)}, run_dir,
+                  "trainer").save(force=True)
+
+
+def test_logs_without_any_checkpoint_are_refused_and_nothing_is_changed(
         tmp_path, line_world_factory):
     run_dir = str(tmp_path / "run")
     madqn.MADQN(line_world_factory, run_dir=run_dir).prepare_run_dir()
     executor = _write_log(run_dir, "executor_0", range(100, 3001, 100))
     _save_counter(run_dir, executor_steps=3000, trainer_steps=300)
+    _checkpoint_trainer(run_dir, 300)
     shutil.rmtree(os.path.join(run_dir, "checkpoints"))  # The checkpoints were removed.
     before = {name: open(os.path.join(run_dir, name)).read()
               for name in (RUN_FILE, "config.json", "logs/executor_0/logs.csv")}
 
     changed_config = madqn.MADQNConfig(learning_rate=0.5)
     with pytest.raises(ValueError, match=r"holds the logs of a run \(executor_steps=3,000, "
-                                         r"trainer_steps=300\) but no counter checkpoint.*"
-                                         r"--start_fresh.*nothing was changed"):
+                                         r"trainer_steps=300\) but no trainer or counter "
+                                         r"checkpoint.*--start_fresh.*nothing was changed"):
         madqn.MADQN(line_world_factory, config=changed_config, run_dir=run_dir).prepare_run_dir()
     assert {name: open(os.path.join(run_dir, name)).read() for name in before} == before
 
@@ -181,6 +187,23 @@ def test_logs_without_a_counter_checkpoint_are_refused_and_nothing_is_changed(
         start_fresh=True)
     assert not status.resumed and not os.path.exists(executor)
     assert _column(run_dir + ".old-1/logs/executor_0/logs.csv", "executor_steps")[-1] == 3000
+
+
+def test_a_run_killed_before_its_first_counter_checkpoint_resumes_with_its_logs_set_aside(
+        tmp_path, line_world_factory):
+    run_dir = str(tmp_path / "run")
+    madqn.MADQN(line_world_factory, run_dir=run_dir).prepare_run_dir()
+    _checkpoint_trainer(run_dir, 0)  # The trainer's initial checkpoint; no counter one yet.
+    executor = _write_log(run_dir, "executor_0", range(100, 1001, 100))
+
+    status, _ = madqn.MADQN(line_world_factory, run_dir=run_dir).prepare_run_dir()
+
+    assert status.resumed and status.counts == {}
+    assert status.rolled_back_rows == {executor: 10}
+    assert _column(executor, "executor_steps") == []
+    aside = os.path.join(run_dir, "logs", "executor_0", ROLLED_BACK_FILE)
+    assert _column(aside, "executor_steps") == list(range(100, 1001, 100))
+    assert read_snapshot(run_dir) is None  # The progress line starts from nothing.
 
 
 def test_a_count_that_goes_backwards_restarts_the_rate_instead_of_going_negative():

@@ -219,26 +219,28 @@ def logged_counts(run_dir: str) -> Dict[str, float]:
 
 
 def check_logs_have_checkpoints(run_dir: str, status: RunStatus) -> None:
-    """Refuses to continue a run whose logs hold counts but whose counter checkpoint is gone.
+    """Refuses to start a run where the logs of one with no checkpoint left are.
 
-    Its counts would restart from 0 under the old run's logs (executor steps going
-    3000 -> 25 in the same CSV files, negative rates, the old run's evaluation
-    rounds in the summary), so nothing is launched and nothing is changed.
+    Without trainer and counter checkpoints (removed), a launch would start a
+    fresh run under the old run's logs (executor steps going 3000 -> 25 in the
+    same CSV files, negative rates, the old run's evaluation rounds in the
+    summary), so nothing is launched and nothing is changed. (A run with a
+    trainer checkpoint but none of its counter, e.g. killed before its first,
+    resumes: its logs are cut back to the counts, see `roll_back_logs`.)
 
     Raises:
       ValueError: naming the directory, how far its logs go, and what to do.
     """
-    if status.counts:
+    if status.resumed:
         return
     logged = logged_counts(run_dir)
     if not any(logged.values()):
         return
     steps = ", ".join(f"{key}={int(value):,}" for key, value in logged.items() if value)
     raise ValueError(
-        f"{run_dir} holds the logs of a run ({steps}) but no counter checkpoint "
-        f"({os.path.join(run_dir, 'checkpoints', 'counter')} is missing or empty: the checkpoints "
-        "were removed, or the run was killed before its first one), so its counts cannot "
-        "continue; a new run there would mix into the old logs. Start over with --start_fresh "
+        f"{run_dir} holds the logs of a run ({steps}) but no trainer or counter checkpoint "
+        f"to continue it from (none in {os.path.join(run_dir, 'checkpoints')}: were they "
+        "removed?); a new run there would mix into the old logs. Start over with --start_fresh "
         "(the old run is moved to <run_dir>.old-<n>, not deleted), restore the checkpoints, or "
         "use another --run_dir; nothing was changed.")
 
