@@ -185,7 +185,7 @@ class DistributedSystem:
         for path in drop_partial_log_rows(self.run_dir):
             logging.warning("Dropped the unfinished last row of %s (the run was killed)", path)
         if status.resumed:
-            status.rolled_back_rows = roll_back_logs(self.run_dir, status.counts)
+            status.rolled_back_rows = roll_back_logs(self.run_dir, status)
         return status, changed
 
     # Nodes every system shares.

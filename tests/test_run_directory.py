@@ -15,7 +15,7 @@ from mava_systems import madqn
 from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.logging import TensorBoardLogger
-from mava_systems.components.run_directory import (ROLLED_BACK_FILE, RUN_FILE,
+from mava_systems.components.run_directory import (ROLLED_BACK_FILE, RUN_FILE, RunStatus,
                                                    check_and_save_description, logged_counts,
                                                    move_aside, read_status, roll_back_logs)
 from mava_systems.progress import CountRate, read_snapshot
@@ -119,6 +119,27 @@ def _save_counter(run_dir, **counts):
     counter._checkpointing.save(force=True)  # pylint: disable=protected-access
 
 
+def _status(trainer_checkpoint_steps=None, **counts):
+    return RunStatus(resumed=True, trainer_steps=(counts["trainer_steps"]
+                                                  if trainer_checkpoint_steps is None
+                                                  else trainer_checkpoint_steps),
+                     counts=counts)
+
+
+def test_the_trainers_log_is_cut_back_to_its_own_checkpoint_and_the_others_to_the_counter(
+        tmp_path):
+    """The trainer logs its own step count, restored with its weights; the other logs carry
+    the counter's, which may be saved later (or earlier) than the trainer's checkpoint."""
+    run_dir = str(tmp_path)
+    trainer = _write_log(run_dir, "trainer", range(1000, 10001, 1000))  # trainer_steps 100..1000
+    executor = _write_log(run_dir, "executor_0", range(1000, 10001, 1000))
+    moved = roll_back_logs(run_dir, _status(executor_steps=9000, trainer_steps=900,
+                                            trainer_checkpoint_steps=600))
+    assert moved == {trainer: 4, executor: 1}
+    assert _column(trainer, "trainer_steps") == [100, 200, 300, 400, 500, 600]
+    assert _column(executor, "trainer_steps")[-1] == 900
+
+
 def test_logs_ahead_of_the_counts_are_cut_back_and_the_rows_kept_aside(tmp_path):
     run_dir = str(tmp_path)
     executor = _write_log(run_dir, "executor_0", range(100, 9001, 100))
@@ -126,7 +147,7 @@ def test_logs_ahead_of_the_counts_are_cut_back_and_the_rows_kept_aside(tmp_path)
     behind = _write_log(run_dir, "trainer", [1000, 2000])  # Nothing past the counts: untouched.
     before = open(behind).read()
 
-    moved = roll_back_logs(run_dir, {"executor_steps": 8900, "trainer_steps": 890})
+    moved = roll_back_logs(run_dir, _status(executor_steps=8900, trainer_steps=890))
 
     assert moved == {executor: 1, evaluator: 1}
     assert _column(executor, "executor_steps") == list(range(100, 8901, 100))
@@ -135,7 +156,7 @@ def test_logs_ahead_of_the_counts_are_cut_back_and_the_rows_kept_aside(tmp_path)
     aside = os.path.join(run_dir, "logs", "executor_0", ROLLED_BACK_FILE)
     assert _column(aside, "executor_steps") == [9000]
     # A second cut appends to the rows kept aside, under one header.
-    assert roll_back_logs(run_dir, {"executor_steps": 8700, "trainer_steps": 870}) == {
+    assert roll_back_logs(run_dir, _status(executor_steps=8700, trainer_steps=870)) == {
         executor: 2}
     assert _column(aside, "executor_steps") == [9000, 8800, 8900]
     assert logged_counts(run_dir) == {"executor_steps": 8700, "trainer_steps": 870}

@@ -192,8 +192,8 @@ def _read_log(path: str) -> Tuple[bytes, List[str], List[bytes]]:
     return header, columns, lines[1:]
 
 
-def _ahead(row: Mapping[str, Any], counts: Mapping[str, float]) -> bool:
-    """Whether a logged row counts past `counts` in any of `COUNT_KEYS`."""
+def counts_past(row: Mapping[str, Any], counts: Mapping[str, float]) -> bool:
+    """Whether a logged row (CSV text or numbers) counts past `counts` in any of `COUNT_KEYS`."""
     for key in COUNT_KEYS:
         try:
             if float(row[key]) > counts.get(key, 0):
@@ -245,23 +245,34 @@ def check_logs_have_checkpoints(run_dir: str, status: RunStatus) -> None:
         "use another --run_dir; nothing was changed.")
 
 
-def roll_back_logs(run_dir: str, counts: Mapping[str, float]) -> Dict[str, int]:
-    """Cuts each CSV log back to the restored `counts`, so that its counts never go backwards.
+def resumed_counts(status: RunStatus, label: str) -> Dict[str, float]:
+    """The counts the rows of node `label`'s log continue from when `status` resumes: the
+    counter's, except the trainer's own step count (restored with its weights) in its log."""
+    counts = {key: float(value) for key, value in status.counts.items()}
+    if label == "trainer":
+        counts["trainer_steps"] = float(status.trainer_steps)
+    return counts
 
-    A run continues from its counter's latest checkpoint, which can be older
-    than the last rows its nodes logged (a kill, a failed save, counts not yet
-    synced at a stop). From the first row counting past `counts` (any of
+
+def roll_back_logs(run_dir: str, status: RunStatus) -> Dict[str, int]:
+    """Cuts each CSV log back to the counts `status` resumes from (see `resumed_counts`), so
+    that its counts never go backwards.
+
+    A run continues from its latest counter and trainer checkpoints, which can be
+    older than the last rows its nodes logged (a kill, a failed save, counts not
+    yet synced at a stop). From the first row counting past them (any of
     `COUNT_KEYS`), rows are moved to `rolled_back.csv` beside the log (kept, not
     deleted); the resumed run's rows follow the ones kept. Returns the rows
     moved per log file (only files that were cut).
     """
     moved = {}
     for path in _log_files(run_dir):
-        if not _ahead(read_last_row(path) or {}, counts):
+        counts = resumed_counts(status, os.path.basename(os.path.dirname(path)))
+        if not counts_past(read_last_row(path) or {}, counts):
             continue  # The usual case, read from the file's end: nothing to cut.
         header, columns, lines = _read_log(path)
         cut = next((index for index, line in enumerate(lines)
-                    if _ahead(_row_counts(columns, line), counts)), None)
+                    if counts_past(_row_counts(columns, line), counts)), None)
         if cut is None:
             continue
         aside = os.path.join(os.path.dirname(path), ROLLED_BACK_FILE)
