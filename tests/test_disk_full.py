@@ -193,6 +193,19 @@ def test_a_launch_into_a_disk_without_room_is_refused_before_anything_is_written
     assert not os.path.exists(os.path.join(run_dir, RUN_FILE))
 
 
+def test_a_launch_into_a_full_disk_says_how_much_room_the_run_needs(small_disk,
+                                                                     line_world_factory):
+    from mava_systems import madqn  # pylint: disable=import-outside-toplevel
+
+    disk = small_disk(8 * MIB)
+    run_dir = os.path.join(disk, "run")
+    os.makedirs(run_dir)
+    fill(disk)
+    with pytest.raises(ValueError, match=r"the disk holding \S+/run has [\d.]+ (bytes|KB) free; "
+                                         r"the run needs at least 16.0 MB free there"):
+        madqn.MADQN(line_world_factory, run_dir=run_dir).prepare_run_dir()
+
+
 # A MADQN run on the debug environment that checkpoints every second.
 RUN_FLAGS = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
              "--n_step=3", "--evaluation_interval_s=1", "--progress_interval_s=0",

@@ -124,6 +124,11 @@ def check_free_space(run_dir: str) -> None:
     """
     free = shutil.disk_usage(run_dir).free
     if free < space_needed(run_dir):
-        raise ValueError(f"the disk holding {run_dir} has {format_bytes(free)} free; the run "
-                         f"needs {_room_text(run_dir)}. Free some space (or use another "
-                         "--run_dir); nothing was changed.")
+        raise no_room_error(run_dir, free)
+
+
+def no_room_error(run_dir: str, free: int) -> ValueError:
+    """The error refusing a launch into `run_dir`, whose disk has `free` bytes free."""
+    return ValueError(f"the disk holding {run_dir} has {format_bytes(free)} free; the run "
+                      f"needs {_room_text(run_dir)}. Free some space (or use another "
+                      "--run_dir); nothing was changed.")

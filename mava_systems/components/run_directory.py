@@ -14,11 +14,13 @@ import glob
 import json
 import os
 import pickle
+import shutil
 import textwrap
 from typing import IO, Any, Dict, List, Mapping, Optional, Tuple
 
 from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
 from mava_systems.components.counting import COUNT_KEYS
+from mava_systems.components.disk_space import is_disk_full, no_room_error
 from mava_systems.progress import read_last_row
 from mava_systems.components.replay_checkpointing import checkpoint_time, latest_replay_checkpoint
 
@@ -91,6 +93,8 @@ def check_writable(run_dir: str) -> None:
             probe_file.write("ok")
         os.remove(probe)
     except OSError as error:
+        if is_disk_full(error):
+            raise no_room_error(run_dir, shutil.disk_usage(run_dir).free) from None
         raise ValueError(f"cannot write to run directory {run_dir}: {error.strerror or error}; "
                          "use another --run_dir") from None
 
