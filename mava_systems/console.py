@@ -16,13 +16,14 @@ an absl verbosity flag) leaves the terminal as it was.
 """
 
 import atexit
+import errno
 import io
 import os
 import re
 import sys
 import tempfile
 import threading
-from typing import Iterable, Optional, Sequence, TextIO
+from typing import Iterable, Optional, Sequence, Set, TextIO
 
 LOG_FILE = "output.log"
 # Command-line flags that ask for the libraries' output on the terminal.
@@ -82,6 +83,40 @@ class TerminalStream(io.TextIOBase):
         self.write((CLEAR_LINE if self.isatty() else "") + text + "\n")
 
 
+class DropsWritesOnFullDisk:
+    """`stream` (the process's stdout or stderr, captured in a log file), except that what
+    cannot be written because the log's disk is full is dropped instead of raising.
+
+    Any `print` would otherwise raise there, e.g. Launchpad's stop countdown in
+    the launcher's signal handler, ending the launcher before its summary.
+    """
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self.dropped = False
+
+    def _tolerate_full_disk(self, error: OSError) -> None:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise error
+        self.dropped = True
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            self._tolerate_full_disk(error)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            self._tolerate_full_disk(error)
+
+    def __getattr__(self, name: str):  # fileno, isatty, encoding, buffer, reconfigure, ...
+        return getattr(self._stream, name)
+
+
 class OutputCapture:
     """Points this process's stdout and stderr (descriptors 1 and 2) at a log file.
 
@@ -95,11 +130,15 @@ class OutputCapture:
         self.terminal_errors = TerminalStream(self._reopen(os.dup(2), sys.stderr))
         pending, self.log_path = tempfile.mkstemp(prefix="mava-output-", suffix=".log")
         self._pending = True
+        # Lines `say` showed on the terminal before the run started: not shown again at exit.
+        self.said: Set[str] = set()
         self.launch_offset = 0  # Where this launch's output starts in the log.
         self._redirect(pending)
         os.close(pending)
         # Line by line, so the log reads in order and a watcher sees whole lines soon.
         sys.stdout.reconfigure(line_buffering=True)
+        sys.stdout = DropsWritesOnFullDisk(sys.stdout)
+        sys.stderr = DropsWritesOnFullDisk(sys.stderr)
 
     @staticmethod
     def _reopen(descriptor: int, like: TextIO) -> TextIO:
@@ -150,7 +189,8 @@ class OutputCapture:
         sys.stdout.flush()
         sys.stderr.flush()
         with open(self.log_path, errors="replace") as pending:
-            lines = [line for line in pending if not is_startup_noise(line)]
+            lines = [line for line in pending
+                     if not is_startup_noise(line) and line.rstrip("\n") not in self.said]
         self.terminal_errors.write("".join(lines))
         os.remove(self.log_path)
         self._pending = False
@@ -232,6 +272,7 @@ def say(lines: Iterable[str]) -> None:
     text = "\n".join(lines)
     _write_line(terminal(), text)
     if _capture is not None:
+        _capture.said.update(text.splitlines())
         print(text, flush=True)
 
 

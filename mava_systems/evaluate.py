@@ -71,8 +71,14 @@ def load_system(run_dir: str) -> Any:
     path = os.path.join(run_dir, RUN_FILE)
     if not os.path.exists(path):
         raise ValueError(f"{run_dir} has no {RUN_FILE}: not a run directory")
-    with open(path) as run_file:
-        description = json.load(run_file)
+    try:
+        with open(path) as run_file:
+            description = json.load(run_file)
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
+        raise ValueError(f"{path} is damaged ({error}): it says which system and environment "
+                         "the run used; restore it to evaluate the run") from None
+    if not isinstance(description, dict):
+        raise ValueError(f"{path} is damaged (not a JSON object); restore it to evaluate the run")
     system_class = recorded_system_class(description, path)
     if not description.get("environment_name"):
         raise ValueError(f"{path} does not name a registered environment")
@@ -228,9 +234,12 @@ def define_flags() -> None:
 
 
 def main(argv: Sequence[str]) -> None:
-    del argv
+    """Evaluates the run the flags name; a user error is one line on stderr and exit status 1."""
+    if len(argv) > 1:
+        console.fail(f"error: unexpected arguments: {' '.join(argv[1:])}")
     if not flags.FLAGS.run_dir:
-        raise app.UsageError("--run_dir is required")
+        console.fail("error: --run_dir is required: the run directory to evaluate, e.g. "
+                     "--run_dir=runs/spread")
     if os.path.isdir(flags.FLAGS.run_dir):  # The libraries' lines go to the run's output.log.
         console.attach_run_dir(flags.FLAGS.run_dir, f"==== {' '.join(sys.argv)}\n")
     try:
@@ -242,7 +251,7 @@ def main(argv: Sequence[str]) -> None:
         else:
             result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed,
                               flags.FLAGS.checkpoint)
-    except ValueError as error:  # Bad input: one line, no stack trace.
+    except ValueError as error:  # Bad input (incl. CheckpointError): say it, without a trace.
         console.fail(f"error: {error}")
     if flags.FLAGS.record:
         episodes = f"{result['episodes']} greedy episode{'s' if result['episodes'] > 1 else ''}"

@@ -24,6 +24,7 @@ from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTI
                                                StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
 from mava_systems.config import parse_json_object
+from mava_systems.components.disk_space import disk_full_message
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
 from mava_systems.progress import read_snapshot, reporting_progress
@@ -118,16 +119,38 @@ def define_config_flags(config_class: Type[Any],
 
 
 def config_from_flags(config_class: Type[ConfigT]) -> ConfigT:
-    """Builds (and so validates) a config from the flags `define_config_flags` defined."""
+    """Builds (and so validates) a config from the flags `define_config_flags` defined.
+
+    Raises:
+      ValueError: naming the flag and its value, if a size list or optional number flag does
+        not hold one (absl names the flag of the others when it parses them).
+    """
     values = {}
     for field in dataclasses.fields(config_class):
         value = getattr(FLAGS, field.name)
         if isinstance(field.default, tuple):
-            value = tuple(int(item) for item in value)
+            value = _integers_flag(field.name, value)
         elif isinstance(value, str) and not isinstance(field.default, str):
-            value = None if value.lower() == "none" else float(value)
+            value = _optional_number_flag(field.name, value)
         values[field.name] = value
     return config_class(**values)
+
+
+def _integers_flag(name: str, items: Sequence[str]) -> tuple:
+    try:
+        return tuple(int(item) for item in items)
+    except ValueError:
+        raise ValueError(f"--{name}={','.join(items)} is not a comma-separated list of integers "
+                         "(e.g. 64,64)") from None
+
+
+def _optional_number_flag(name: str, text: str) -> Optional[float]:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--{name}={text} is not a number (or 'none')") from None
 
 
 def environment_kwargs(env_name: str,
@@ -446,7 +469,9 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
                                        sys.argv, log_file,
                                        None if failure is None else str(failure))])
     if failure is not None:
-        console.report_error(f"error: the run stopped because a node failed: {failure}")
+        disk_full = disk_full_message(str(failure))
+        console.report_error(f"error: {disk_full}" if disk_full else
+                             f"error: the run stopped because a node failed: {failure}")
     exit_code = 0 if failure is None else 1
     exit_if_loops_were_abandoned(exit_code)  # local_mt: a node loop given up at the stop.
     if failure is not None:

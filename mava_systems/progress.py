@@ -126,7 +126,13 @@ class CountRate:
         self._samples: Deque[Tuple[float, float]] = collections.deque()
 
     def observe(self, now: float, count: float) -> Optional[float]:
-        """Records `count` at time `now` and returns the rate, None before two samples apart."""
+        """Records `count` at time `now` and returns the rate, None before two samples apart.
+
+        A count lower than the last one (a run resumed from older counts) starts the
+        window over: a rate is never negative.
+        """
+        if self._samples and count < self._samples[-1][1]:
+            self._samples.clear()
         self._samples.append((now, count))
         while len(self._samples) > 2 and now - self._samples[1][0] >= self._window_s:
             self._samples.popleft()

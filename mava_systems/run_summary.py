@@ -57,8 +57,12 @@ def random_baseline(run_dir: str, environment_factory: Any, seed: int,
     except (OSError, ValueError, KeyError, TypeError):
         pass  # Not measured yet, or for another environment: measure it.
     baseline = random_policy_return(environment_factory, episodes, seed, max_seconds)
-    with open(path, "w") as saved_file:
-        json.dump({"environment": environment, **dataclasses.asdict(baseline)}, saved_file)
+    try:
+        with open(path, "w") as saved_file:
+            json.dump({"environment": environment, **dataclasses.asdict(baseline)}, saved_file)
+    except OSError:  # E.g. a full disk: measured again next time.
+        if os.path.exists(path):
+            os.remove(path)
     return baseline
 
 
@@ -70,12 +74,12 @@ def display_path(path: str) -> str:
 
 def resume_command(argv: Sequence[str], run_dir: str, steps_flag: str,
                    next_limit: Optional[int]) -> str:
-    """The command line continuing this run: the same program and flags, this run dir, a new limit."""
+    """The command line continuing this run: the same program and flags, this run dir, a new limit
+    (None: none, written `--<steps_flag>=0`), shell-quoted."""
     kept = [argument for argument in argv[1:]
             if argument.split("=", 1)[0] not in _RESUME_DROPS + (f"--{steps_flag}",)]
-    limit = [] if next_limit is None else [f"--{steps_flag}={next_limit}"]
     return shlex.join([display_path(sys.executable), display_path(argv[0]), *kept,
-                       f"--run_dir={display_path(run_dir)}", *limit])
+                       f"--run_dir={display_path(run_dir)}", f"--{steps_flag}={next_limit or 0}"])
 
 
 def resume_step_limit(limit: Optional[int], steps_at_end: int) -> Optional[int]:
@@ -120,7 +124,7 @@ def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: 
                      f"(mean of {baseline.episodes} episodes on the same environment)")
     lines += [
         f"Logs:         {os.path.join(run_dir, 'logs')}/<node>/logs.csv",
-        f"TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}",
+        f"TensorBoard:  tensorboard --logdir {shlex.quote(os.path.join(run_dir, 'tensorboard'))}",
         f"Checkpoints:  {os.path.join(run_dir, 'checkpoints')}",
         f"Config:       {os.path.join(run_dir, CONFIG_FILE)}",
     ]

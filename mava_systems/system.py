@@ -25,10 +25,12 @@ from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.evaluation import Evaluator
 from mava_systems.components.logging import TensorBoardLogger, make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
-from mava_systems.components.run_directory import (RunStatus, check_and_save_description,
-                                                   check_writable, drop_partial_log_rows, hold,
-                                                   move_aside, read_status, release,
-                                                   save_run_config)
+from mava_systems.components.disk_space import check_free_space
+from mava_systems.components.run_directory import (RunStatus, check_description,
+                                                   check_logs_have_checkpoints, check_writable,
+                                                   drop_partial_log_rows, hold, move_aside,
+                                                   read_status, release, roll_back_logs,
+                                                   save_description, save_run_config)
 
 # The evaluator's seed is the run's seed plus this (executors take the run's seed plus 1, 2, ...).
 EVALUATOR_SEED_OFFSET = 10_000
@@ -163,8 +165,11 @@ class DistributedSystem:
 
         Raises:
           ValueError: if the directory is a file, cannot be written, is in use by
-            another running program, or holds a run this configuration cannot continue;
-            or if evaluation videos are asked for and the environment draws no images.
+            another running program, holds a run this configuration cannot continue, or
+            holds logs without the counter checkpoint to continue them (see
+            `check_logs_have_checkpoints`); or if evaluation videos are asked for and the
+            environment draws no images. Logs ahead of the restored counts are cut back to
+            them (see `roll_back_logs`).
         """
         if getattr(self.config, "evaluation_video_every_rounds", 0):
             recording.check_renders(self.environment_factory, recording.RGB)
@@ -177,11 +182,17 @@ class DistributedSystem:
                 logging.warning("Moved the previous run in %s to %s", self.run_dir, moved_to)
             check_writable(self.run_dir)
             hold(self.run_dir)
-        changed = check_and_save_description(self.run_dir, self.description(), self.identity_keys)
-        save_run_config(self.run_dir, self.run_config())
+        description = self.description()
+        changed = check_description(self.run_dir, description, self.identity_keys)
         status = read_status(self.run_dir)
+        check_logs_have_checkpoints(self.run_dir, status)  # Refused before anything is written.
+        check_free_space(self.run_dir)
+        save_description(self.run_dir, description)
+        save_run_config(self.run_dir, self.run_config())
         for path in drop_partial_log_rows(self.run_dir):
             logging.warning("Dropped the unfinished last row of %s (the run was killed)", path)
+        if status.resumed:
+            status.rolled_back_rows = roll_back_logs(self.run_dir, status)
         return status, changed
 
     # Nodes every system shares.

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 from dm_env import specs
 
+from mava_systems.components import run_directory
 import wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +52,16 @@ def read_csv(run_dir, node):
     """The rows node `node` logged."""
     with open(os.path.join(run_dir, "logs", node, "logs.csv")) as csv_file:
         return list(csv.DictReader(csv_file))
+
+
+def rows_kept_at_resume(run_dir, node, status):
+    """How many of node `node`'s logged rows a launch resuming from `status` keeps: those
+    before the first that counts past what it resumes from (see
+    `run_directory.roll_back_logs`); the resumed launch's rows follow them."""
+    counts = run_directory.resumed_counts(status, node)
+    rows = read_csv(run_dir, node)
+    return next((index for index, row in enumerate(rows)
+                 if run_directory.counts_past(row, counts)), len(rows))
 
 
 def trainer_steps_per_call(run_dir):

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from mava_systems import madqn
 from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.lifecycle import NODE_FAILURES_FILE_ENV
 from mava_systems.components.environment_loop import (MAX_FAILED_EPISODES, EnvironmentFailure,
                                                       EnvironmentLoop)
 from mava_systems.components.run_directory import LOCK_FILE, RUN_FILE
@@ -82,7 +83,11 @@ def test_a_run_directory_written_by_another_running_program_is_refused(tmp_path,
     assert not status.resumed
 
 
-def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, caplog):
+def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, caplog,
+                                                                      monkeypatch):
+    """(With a mock; tests/test_disk_full.py fills a real filesystem.)"""
+    failures = tmp_path / "node_failures.txt"
+    monkeypatch.setenv(NODE_FAILURES_FILE_ENV, str(failures))
     variable = tf.Variable(1.0)
     checkpointing = Checkpointing({"variable": variable}, str(tmp_path), "node", interval_s=0)
     assert checkpointing.save(force=True)
@@ -94,8 +99,10 @@ def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(tmp_path,
 
     checkpointing._manager.save = disk_full
     with caplog.at_level(logging.ERROR):
-        assert not checkpointing.save(force=True)  # No exception: the node keeps running.
+        assert not checkpointing.save(force=True)  # No exception: the program is stopped.
     assert "No space left on device" in caplog.text and saved in caplog.text
+    assert failures.read_text().startswith(
+        f"node checkpoint failed: DiskFullError: the disk holding {tmp_path} is full")
     restored = tf.Variable(0.0)
     assert Checkpointing({"variable": restored}, str(tmp_path), "node").restored_from == saved
     assert restored.numpy() == 1.0

@@ -233,10 +233,11 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, la
                                           run_dir, tmp_path / "first.log", min_steps=1200)
     executed_before_kill = max(int(row["executor_steps"]) for executor_id in (0, 1)
                                for row in read_csv(run_dir, f"executor_{executor_id}"))
-    trainer_rows_before = len(read_csv(run_dir, "trainer"))
-    executor_rows_before = [len(read_csv(run_dir, f"executor_{i}")) for i in (0, 1)]
-
     status = read_status(run_dir)
+    # The rows logged after the saved counts are set aside at the resume.
+    trainer_rows_before = program_helpers.rows_kept_at_resume(run_dir, "trainer", status)
+    executor_rows_before = [program_helpers.rows_kept_at_resume(run_dir, f"executor_{i}", status)
+                            for i in (0, 1)]
     assert status.resumed and status.trainer_steps > 0
     saved_sizes = saved_replay_size(run_dir, status.replay_checkpoint)
     assert saved_sizes[REPLAY_TABLE] >= 100

@@ -75,6 +75,7 @@ def test_a_relaunch_of_a_finished_run_is_refused_without_starting_it(coordinator
                                            *SMALL_CONFIG, "--max_executor_steps=1",
                                            "--num_executors=2", launch_type="local_mp")
     assert f"already reached max_executor_steps=1; raise it to continue" in relaunch
+    assert relaunch.count("already reached") == 1  # Not again at exit (issue 26).
     assert "Run directory:" not in relaunch  # No program was launched.
     assert int(read_status(run_dir).counts["executor_steps"]) == steps
     print(f"relaunch refused in {time.time() - start:.1f} s")

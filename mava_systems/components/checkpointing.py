@@ -9,6 +9,7 @@ past any that cannot be read (truncated or corrupted files).
 
 import json
 import os
+import shutil
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -16,6 +17,8 @@ from absl import logging
 from acme import core
 from acme.tf import savers
 import tensorflow as tf
+
+from mava_systems.components.disk_space import is_disk_full, stop_for_full_disk
 
 SAVES_LOG = "saves.jsonl"
 
@@ -80,6 +83,19 @@ def _no_good_checkpoint(directory: str, errors: List[str]) -> str:
             "moved aside, not deleted).")
 
 
+def log_save(run_dir: str, record: Dict[str, Any], name: str) -> None:
+    """Appends a save's `record` to the run's save log; a full disk stops the program, in
+    `name`'s name (see `disk_space`)."""
+    path = os.path.join(run_dir, "checkpoints", SAVES_LOG)
+    try:
+        with open(path, "a") as saves_log:
+            saves_log.write(json.dumps(record) + "\n")
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        stop_for_full_disk(name, run_dir, path, error)
+
+
 def _size_bytes(path: str) -> int:
     directory, prefix = os.path.split(path)
     return sum(os.path.getsize(os.path.join(directory, name)) for name in os.listdir(directory)
@@ -126,6 +142,7 @@ class Checkpointing:
             for name, value in objects_to_save.items()})
         self._manager = tf.train.CheckpointManager(self._checkpoint, self.directory,
                                                    max_to_keep=max_to_keep)
+        self._remove_partial_saves()
         self.restored_from = self._restore_latest()
         self._last_save = time.time()
 
@@ -156,9 +173,10 @@ class Checkpointing:
         With `call_before_save` False, `before_save` is skipped (e.g. a fresh
         node's initial state, with nothing yet to save beside it).
 
-        A save that fails (a full disk, say) is logged as an error and retried at
-        the next interval; the checkpoints saved before it stay restorable (the
-        index names a checkpoint only once all its files are written).
+        A save that fails is logged as an error and retried at the next interval;
+        the checkpoints saved before it stay restorable (the index names a
+        checkpoint only once all its files are written) and its partial files are
+        removed. A full disk stops the program instead (see `disk_space`).
         """
         if not force and time.time() - self._last_save < self._interval_s:
             return False
@@ -170,14 +188,47 @@ class Checkpointing:
             path = self._manager.save()
         except (OSError, tf.errors.OpError) as error:
             self._last_save = time.time()
+            self._remove_partial_saves()
             logging.error("%s: saving a checkpoint in %s failed (%s); the previous checkpoint "
                           "%s is kept, the next save is in %.0f s", self.node, self.directory,
                           _first_line(error), self._manager.latest_checkpoint, self._interval_s)
+            if is_disk_full(error):
+                stop_for_full_disk(f"{self.node} checkpoint", self.run_dir, self.directory, error)
             return False
         record.update(path=path, seconds=round(time.time() - start, 4), bytes=_size_bytes(path))
         self._last_save = time.time()
-        with open(os.path.join(self.run_dir, "checkpoints", SAVES_LOG), "a") as saves_log:
-            saves_log.write(json.dumps(record) + "\n")
+        log_save(self.run_dir, record, f"{self.node} checkpoint")
         logging.info("%s: saved %s (%d bytes, %.2f s)", self.node, path, record["bytes"],
                      record["seconds"])
         return True
+
+    def _remove_partial_saves(self) -> None:
+        """Removes what saves that failed left: `ckpt-<n>_temp` folders, and the files of a
+        checkpoint newer than every indexed one (this node alone writes its directory)."""
+        if not os.path.isdir(self.directory):
+            return
+        newest = max((_number(os.path.basename(path)) for path in self._manager.checkpoints),
+                     default=None)
+        for name in os.listdir(self.directory):
+            prefix = name.split(".", 1)[0]
+            if not name.startswith("ckpt-"):
+                continue
+            if "_temp" not in prefix and (newest is None or _number(prefix) <= newest):
+                continue
+            path = os.path.join(self.directory, name)
+            try:
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+            except OSError as error:
+                logging.warning("%s: could not remove the partial save %s: %s", self.node, path,
+                                error)
+                continue
+            logging.warning("%s: removed the partial save %s", self.node, path)
+
+
+def _number(prefix: str) -> int:
+    """The save number of a checkpoint prefix such as `ckpt-12` or `ckpt-12_temp` (-1: none)."""
+    digits = prefix[len("ckpt-"):].split("_", 1)[0]
+    return int(digits) if digits.isdigit() else -1

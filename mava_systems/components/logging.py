@@ -1,17 +1,21 @@
 """Loggers for every node: terminal, CSV under `<run_dir>/logs/<label>/`, TensorBoard under `<run_dir>/tensorboard/<label>/`."""
 
 import atexit
+import itertools
 import math
 import os
+import socket
 import sys
 import time
 from typing import Callable, Dict, Optional, Sequence
 
+from absl import logging
 from acme.utils import loggers
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.scalar import summary_v2 as scalar_summary
-from tensorboard.summary.writer import event_file_writer
+from tensorboard.summary.writer.record_writer import RecordWriter
 
+from mava_systems.components.disk_space import is_disk_full, stop_for_full_disk
 from mava_systems.progress import CLEAR_LINE, CountRate
 
 # Program-wide counts whose rates every row carries, as `<count>_per_second`.
@@ -27,6 +31,57 @@ def print_log_line(text: str) -> None:
     print((CLEAR_LINE if sys.stdout.isatty() else "") + text, flush=True)
 
 
+# Numbers the event files one process opens within a second (as TensorBoard's writer does).
+_EVENT_FILES = itertools.count()
+
+
+class EventFile:
+    """A TensorBoard event file written in the calling thread, flushed every `flush_s` seconds.
+
+    TensorBoard's own `EventFileWriter` writes from a background thread through a
+    bounded queue: when a write fails (a full disk) that thread dies, and the
+    next writes and `close()` wait on the queue forever. Here a failed write
+    raises in the writer's thread, and `close()` never raises or waits.
+    """
+
+    def __init__(self, logdir: str, flush_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):
+        os.makedirs(logdir, exist_ok=True)
+        self.path = os.path.join(logdir, f"events.out.tfevents.{int(time.time()):010d}."
+                                         f"{socket.gethostname()}.{os.getpid()}.{next(_EVENT_FILES)}")
+        self._file = open(self.path, "wb")  # pylint: disable=consider-using-with
+        self._records = RecordWriter(self._file)
+        self._flush_s = flush_s
+        self._clock = clock
+        self._flushed_at = clock()
+        self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self.flush()
+
+    def add_event(self, event: event_pb2.Event) -> None:
+        """Writes `event` (flushing if `flush_s` has passed since the last flush).
+
+        Raises:
+          OSError: if the file cannot be written (e.g. the disk is full).
+        """
+        self._records.write(event.SerializeToString())
+        if self._clock() - self._flushed_at >= self._flush_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Writes what is buffered to the file."""
+        self._flushed_at = self._clock()
+        self._file.flush()
+
+    def close(self) -> None:
+        """Flushes and closes the file; what cannot be written then is dropped, with a warning."""
+        if self._file.closed:
+            return
+        try:
+            self._file.close()
+        except OSError as error:
+            logging.warning("The end of %s was not written: %s", self.path, error)
+
+
 class TensorBoardLogger(loggers.Logger):
     """Writes each row's values as TensorBoard scalars tagged `<label>/<key>`.
 
@@ -38,19 +93,25 @@ class TensorBoardLogger(loggers.Logger):
     `tf.summary.scalar` writes them) by TensorBoard's event file writer, without
     TensorFlow ops: `tf.summary.scalar` in eager mode kept about 2 KB of native
     memory per row of 15 values, so an executor logging every episode grew by
-    megabytes an hour (see the soak results in docs/benchmarks.md).
+    megabytes an hour (see the soak results in docs/benchmarks.md). They are written
+    in the logging thread (see `EventFile`).
     """
 
     def __init__(self, logdir: str, label: str, steps_key: Optional[str] = None):
-        self._writer = event_file_writer.EventFileWriter(logdir)
-        # Its writer thread is a daemon: at exit, write what is still queued.
-        atexit.register(self.close)
+        self._writer = EventFile(logdir)
+        atexit.register(self.close)  # Write what is still buffered.
         self._label = label
         self._steps_key = steps_key
         self._rows = 0
 
     def write(self, values: loggers.LoggingData) -> None:
         step = values.get(self._steps_key, self._rows) if self._steps_key else self._rows
+        if self._rows == 0:
+            # A session start at the first step: TensorBoard drops what the directory's older
+            # event files hold beyond it (a run resumed from counts older than its last rows).
+            self._writer.add_event(event_pb2.Event(
+                wall_time=time.time(), step=int(step),
+                session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
         summary = summary_pb2.Summary()
         for key, value in values.items():
             if key != self._steps_key:
@@ -103,6 +164,40 @@ class CountRateLogger(loggers.Logger):
         self._to.close()
 
 
+class StopsProgramIfDiskFull(loggers.Logger):
+    """Passes rows to `to` until a write finds the run directory's disk full; then stops the
+    program (see `disk_space`) and drops every later row, so that no node waits on the disk.
+
+    Other write errors are raised as they are.
+    """
+
+    def __init__(self, to: loggers.Logger, run_dir: str, label: str):
+        self._to = to
+        self._run_dir = run_dir
+        self._label = label
+        self._disk_full = False
+
+    def write(self, values: loggers.LoggingData) -> None:
+        if self._disk_full:
+            return
+        try:
+            self._to.write(values)
+        except OSError as error:
+            if not is_disk_full(error):
+                raise
+            self._disk_full = True
+            stop_for_full_disk(f"{self._label} logger", self._run_dir,
+                               getattr(error, "filename", None) or
+                               os.path.join(self._run_dir, "logs", self._label), error)
+
+    def close(self) -> None:
+        try:
+            self._to.close()
+        except OSError as error:
+            if not is_disk_full(error):
+                raise
+
+
 def make_logger(
     run_dir: str,
     label: str,
@@ -119,12 +214,14 @@ def make_logger(
     CSV columns and TensorBoard tags (after `<label>/`) are the row's keys; every row
     also gets the program-wide rates of `RATE_KEYS` (see `CountRateLogger`). The
     CSV file is flushed on every row: the launcher's progress line and live plots
-    read these files, and a killed run's logs show how far it got.
+    read these files, and a killed run's logs show how far it got. A full disk stops
+    the program (see `StopsProgramIfDiskFull`).
     """
     destinations = [
         loggers.TerminalLogger(label=label, print_fn=print_log_line, time_delta=terminal_interval_s),
         loggers.CSVLogger(directory_or_file=run_dir, label=label, add_uid=False, flush_every=1),
         TensorBoardLogger(os.path.join(run_dir, "tensorboard", label), label, steps_key),
     ]
-    logger = CountRateLogger(loggers.NoneFilter(loggers.Dispatcher(destinations)))
+    logger = CountRateLogger(StopsProgramIfDiskFull(
+        loggers.NoneFilter(loggers.Dispatcher(destinations)), run_dir, label))
     return loggers.TimeFilter(logger, time_delta) if time_delta > 0 else logger

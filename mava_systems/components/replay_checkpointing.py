@@ -20,7 +20,8 @@ import launchpad as lp
 from launchpad import address as lp_address
 import reverb
 
-from mava_systems.components.checkpointing import SAVES_LOG
+from mava_systems.components.checkpointing import log_save
+from mava_systems.components.disk_space import is_disk_full, stop_for_full_disk
 from mava_systems.components.lifecycle import stop_program_after_failure
 from mava_systems.components.replay import POLL_INTERVAL_MS
 
@@ -53,9 +54,25 @@ def _directory_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
 
 
-def _log_save(run_dir: str, record: Dict[str, Any]) -> None:
-    with open(os.path.join(run_dir, "checkpoints", SAVES_LOG), "a") as saves_log:
-        saves_log.write(json.dumps(record) + "\n")
+def remove_partial_replay_checkpoints(run_dir: str) -> None:
+    """Removes the replay checkpoints Reverb did not complete (no `DONE` file), e.g. on a full
+    disk; call it only while no checkpoint is being written."""
+    directory = replay_checkpoint_directory(run_dir)
+    if not os.path.isdir(directory):
+        return
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "DONE")):
+            shutil.rmtree(path, ignore_errors=True)
+            logging.warning("Removed the partial replay checkpoint %s", path)
+
+
+def replay_checkpoint_failed(run_dir: str, error: BaseException) -> None:
+    """After a replay checkpoint failed: removes its partial files; a full disk stops the
+    program (see `disk_space`)."""
+    remove_partial_replay_checkpoints(run_dir)
+    if is_disk_full(error):
+        stop_for_full_disk(REPLAY_NODE, run_dir, replay_checkpoint_directory(run_dir), error)
 
 
 class ReplayCheckpointRequest:
@@ -66,10 +83,11 @@ class ReplayCheckpointRequest:
     """
 
     def __init__(self, replay_client: reverb.Client, stop_event: threading.Event,
-                 timeout_s: float = 600.0):
+                 timeout_s: float = 600.0, run_dir: Optional[str] = None):
         self._replay_client = replay_client
         self._stop_event = stop_event
         self._timeout_s = timeout_s
+        self._run_dir = run_dir
 
     def __call__(self) -> Dict[str, Any]:
         if self._stop_event.is_set():
@@ -90,6 +108,8 @@ class ReplayCheckpointRequest:
             if time.time() - start > self._timeout_s:
                 break
             thread.join(0.1)
+        if "error" in result and self._run_dir is not None:
+            replay_checkpoint_failed(self._run_dir, result["error"])
         if "path" not in result:
             logging.warning("The replay checkpoint was not taken (%s); the trainer checkpoint "
                             "goes ahead without it", result.get("error", "program stopping or "
@@ -111,6 +131,7 @@ def start_restored_server(tables_fn: Callable[[], Sequence[reverb.Table]], run_d
     """
     directory = replay_checkpoint_directory(run_dir)
     os.makedirs(directory, exist_ok=True)
+    remove_partial_replay_checkpoints(run_dir)
 
     def make_server() -> reverb.Server:
         return reverb.Server(tables=tables_fn(), port=port,
@@ -150,10 +171,11 @@ def save_replay(server: reverb.Server, run_dir: str) -> None:
         path = client.checkpoint()
     except Exception as error:  # pylint: disable=broad-except
         logging.warning("The replay checkpoint failed: %s", error)
+        replay_checkpoint_failed(run_dir, error)
         return
-    _log_save(run_dir, {"node": REPLAY_NODE, "time": time.time(), "path": path,
+    log_save(run_dir, {"node": REPLAY_NODE, "time": time.time(), "path": path,
                         "seconds": round(time.time() - start, 4),
-                        "bytes": _directory_bytes(path), "items": sizes})
+                        "bytes": _directory_bytes(path), "items": sizes}, REPLAY_NODE)
     logging.info("Replay saved %s to %s", sizes, path)
 
 

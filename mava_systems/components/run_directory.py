@@ -7,17 +7,21 @@ that is an error naming the difference (nothing is overwritten). Changed
 hyper-parameters are allowed and reported.
 """
 
+import csv
 import dataclasses
 import fcntl
 import glob
 import json
 import os
 import pickle
+import shutil
 import textwrap
-from typing import IO, Any, Dict, List, Mapping, Optional
+from typing import IO, Any, Dict, List, Mapping, Optional, Tuple
 
 from mava_systems.components.checkpointing import latest_readable_checkpoint, read_checkpoint
 from mava_systems.components.counting import COUNT_KEYS
+from mava_systems.components.disk_space import is_disk_full, no_room_error
+from mava_systems.progress import read_last_row
 from mava_systems.components.replay_checkpointing import checkpoint_time, latest_replay_checkpoint
 
 RUN_FILE = "run.json"
@@ -26,6 +30,8 @@ LOCK_FILE = ".lock"
 # Replay and trainer checkpoints this close in time count as taken together.
 REPLAY_SKEW_S = 60.0
 CONFIG_FILE = "config.json"
+# Where a log's rows beyond the counts a run resumed from are moved (see `roll_back_logs`).
+ROLLED_BACK_FILE = "rolled_back.csv"
 
 
 @dataclasses.dataclass
@@ -38,6 +44,8 @@ class RunStatus:
     # Seconds between the trainer's and the replay's latest checkpoints (None: no replay one).
     replay_age_s: Optional[float] = None
     replay_checkpoint: Optional[str] = None
+    # Log files cut back to these counts at this launch: {path: rows moved to rolled_back.csv}.
+    rolled_back_rows: Dict[str, int] = dataclasses.field(default_factory=dict)
 
     def reached_limit(self, max_executor_steps: Optional[int]) -> bool:
         """Whether the saved executor steps already reach `max_executor_steps` (None: no limit)."""
@@ -61,6 +69,11 @@ class RunStatus:
             when = "before" if self.replay_age_s > 0 else "after"
             lines.append(f"Replay: restored from {self.replay_checkpoint}, saved "
                          f"{abs(self.replay_age_s):.0f} s {when} the trainer checkpoint.")
+        if self.rolled_back_rows:
+            rows = sum(self.rolled_back_rows.values())
+            lines.append(f"Logs: {rows} row{'s' if rows != 1 else ''} logged after the saved "
+                         f"counts (in {len(self.rolled_back_rows)} of logs/*/logs.csv) moved to "
+                         f"logs/<node>/{ROLLED_BACK_FILE}; the logs continue from the counts.")
         return "\n".join(lines)
 
 
@@ -80,6 +93,8 @@ def check_writable(run_dir: str) -> None:
             probe_file.write("ok")
         os.remove(probe)
     except OSError as error:
+        if is_disk_full(error):
+            raise no_room_error(run_dir, shutil.disk_usage(run_dir).free) from None
         raise ValueError(f"cannot write to run directory {run_dir}: {error.strerror or error}; "
                          "use another --run_dir") from None
 
@@ -149,6 +164,133 @@ def drop_partial_log_rows(run_dir: str) -> List[str]:
     return repaired
 
 
+def _log_files(run_dir: str) -> List[str]:
+    return sorted(glob.glob(os.path.join(run_dir, "logs", "*", "logs.csv")))
+
+
+def _row_counts(header: List[str], line: bytes) -> Dict[str, float]:
+    """The counts of `COUNT_KEYS` one CSV line holds (those it cannot say are left out)."""
+    try:
+        values = next(csv.reader([line.decode("utf-8", errors="replace")]), [])
+    except csv.Error:
+        return {}
+    counts = {}
+    for key, value in zip(header, values):
+        if key in COUNT_KEYS:
+            try:
+                counts[key] = float(value)
+            except ValueError:
+                pass
+    return counts
+
+
+def _read_log(path: str) -> Tuple[bytes, List[str], List[bytes]]:
+    """A CSV log's header line, its column names and its complete data lines."""
+    with open(path, "rb") as log_file:
+        content = log_file.read()
+    lines = content.split(b"\n")[:-1]  # After the last newline: nothing, or a partial row.
+    if not lines:
+        return b"", [], []
+    header = lines[0]
+    columns = next(csv.reader([header.decode("utf-8", errors="replace")]), [])
+    return header, columns, lines[1:]
+
+
+def counts_past(row: Mapping[str, Any], counts: Mapping[str, float]) -> bool:
+    """Whether a logged row (CSV text or numbers) counts past `counts` in any of `COUNT_KEYS`."""
+    for key in COUNT_KEYS:
+        try:
+            if float(row[key]) > counts.get(key, 0):
+                return True
+        except (KeyError, TypeError, ValueError):
+            pass
+    return False
+
+
+def logged_counts(run_dir: str) -> Dict[str, float]:
+    """The highest value of each of `COUNT_KEYS` in the last rows of the run's CSV logs (the
+    highest of each log: its counts never go backwards); empty without any."""
+    highest: Dict[str, float] = {}
+    for path in _log_files(run_dir):
+        row = read_last_row(path) or {}
+        for key in COUNT_KEYS:
+            try:
+                value = float(row[key])
+            except (KeyError, TypeError, ValueError):
+                continue
+            highest[key] = max(value, highest.get(key, value))
+    return highest
+
+
+def check_logs_have_checkpoints(run_dir: str, status: RunStatus) -> None:
+    """Refuses to start a run where the logs of one with no checkpoint left are.
+
+    Without trainer and counter checkpoints (removed), a launch would start a
+    fresh run under the old run's logs (executor steps going 3000 -> 25 in the
+    same CSV files, negative rates, the old run's evaluation rounds in the
+    summary), so nothing is launched and nothing is changed. (A run with a
+    trainer checkpoint but none of its counter, e.g. killed before its first,
+    resumes: its logs are cut back to the counts, see `roll_back_logs`.)
+
+    Raises:
+      ValueError: naming the directory, how far its logs go, and what to do.
+    """
+    if status.resumed:
+        return
+    logged = logged_counts(run_dir)
+    if not any(logged.values()):
+        return
+    steps = ", ".join(f"{key}={int(value):,}" for key, value in logged.items() if value)
+    raise ValueError(
+        f"{run_dir} holds the logs of a run ({steps}) but no trainer or counter checkpoint "
+        f"to continue it from (none in {os.path.join(run_dir, 'checkpoints')}: were they "
+        "removed?); a new run there would mix into the old logs. Start over with --start_fresh "
+        "(the old run is moved to <run_dir>.old-<n>, not deleted), restore the checkpoints, or "
+        "use another --run_dir; nothing was changed.")
+
+
+def resumed_counts(status: RunStatus, label: str) -> Dict[str, float]:
+    """The counts the rows of node `label`'s log continue from when `status` resumes: the
+    counter's, except the trainer's own step count (restored with its weights) in its log."""
+    counts = {key: float(value) for key, value in status.counts.items()}
+    if label == "trainer":
+        counts["trainer_steps"] = float(status.trainer_steps)
+    return counts
+
+
+def roll_back_logs(run_dir: str, status: RunStatus) -> Dict[str, int]:
+    """Cuts each CSV log back to the counts `status` resumes from (see `resumed_counts`), so
+    that its counts never go backwards.
+
+    A run continues from its latest counter and trainer checkpoints, which can be
+    older than the last rows its nodes logged (a kill, a failed save, counts not
+    yet synced at a stop). From the first row counting past them (any of
+    `COUNT_KEYS`), rows are moved to `rolled_back.csv` beside the log (kept, not
+    deleted); the resumed run's rows follow the ones kept. Returns the rows
+    moved per log file (only files that were cut).
+    """
+    moved = {}
+    for path in _log_files(run_dir):
+        counts = resumed_counts(status, os.path.basename(os.path.dirname(path)))
+        if not counts_past(read_last_row(path) or {}, counts):
+            continue  # The usual case, read from the file's end: nothing to cut.
+        header, columns, lines = _read_log(path)
+        cut = next((index for index, line in enumerate(lines)
+                    if counts_past(_row_counts(columns, line), counts)), None)
+        if cut is None:
+            continue
+        aside = os.path.join(os.path.dirname(path), ROLLED_BACK_FILE)
+        with open(aside, "ab") as aside_file:
+            if aside_file.tell() == 0:
+                aside_file.write(header + b"\n")
+            aside_file.write(b"".join(line + b"\n" for line in lines[cut:]))
+        with open(path + ".tmp", "wb") as log_file:
+            log_file.write(b"".join(line + b"\n" for line in [header, *lines[:cut]]))
+        os.replace(path + ".tmp", path)
+        moved[path] = len(lines) - cut
+    return moved
+
+
 def _latest(run_dir: str, node: str) -> Optional[str]:
     return latest_readable_checkpoint(os.path.join(run_dir, "checkpoints", node))
 
@@ -186,44 +328,59 @@ def _index_time(checkpoint: str) -> float:
     return os.path.getmtime(checkpoint + ".index")
 
 
-def check_and_save_description(run_dir: str, description: Mapping[str, Any],
-                               must_match: List[str]) -> List[str]:
-    """Saves `description` as run.json, or checks it against the saved one.
+def check_description(run_dir: str, description: Mapping[str, Any],
+                      must_match: List[str]) -> List[str]:
+    """Checks `description` against the run.json saved in `run_dir`, if there is one.
 
     Returns the names of the changed entries that may change between launches.
 
     Raises:
-      ValueError: if an entry named in `must_match` differs from the saved run.
+      ValueError: if run.json is damaged, or an entry named in `must_match` differs
+        from the saved run.
     """
     path = os.path.join(run_dir, RUN_FILE)
+    if not os.path.exists(path):
+        return []
     description = json.loads(json.dumps(description, default=str))  # As it would be read back.
-    if os.path.exists(path):
-        try:
-            with open(path) as run_file:
-                saved = json.load(run_file)
-        except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
-            raise ValueError(
-                f"{path} is damaged ({error}): it says which run the directory holds. Restore "
-                "it, start over with --start_fresh (the old run is moved aside, not deleted), "
-                "or use another --run_dir; nothing was changed.") from None
-        if not isinstance(saved, dict):
-            raise ValueError(f"{path} is damaged (not a JSON object); restore it, use "
-                             "--start_fresh or another --run_dir; nothing was changed.")
-        mismatched = [key for key in must_match if saved.get(key) != description.get(key)]
-        if mismatched:
-            details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"
-                                for key in mismatched)
-            raise ValueError(
-                f"{run_dir} holds a run that this configuration cannot continue ({details}). "
-                "Use another --run_dir; the saved run was left untouched.")
-        changed = sorted(key for key in set(saved) | set(description)
-                         if key not in must_match and saved.get(key) != description.get(key))
-    else:
-        changed = []
+    try:
+        with open(path) as run_file:
+            saved = json.load(run_file)
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
+        raise ValueError(
+            f"{path} is damaged ({error}): it says which run the directory holds. Restore "
+            "it, start over with --start_fresh (the old run is moved aside, not deleted), "
+            "or use another --run_dir; nothing was changed.") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path} is damaged (not a JSON object); restore it, use "
+                         "--start_fresh or another --run_dir; nothing was changed.")
+    mismatched = [key for key in must_match if saved.get(key) != description.get(key)]
+    if mismatched:
+        details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"
+                            for key in mismatched)
+        raise ValueError(
+            f"{run_dir} holds a run that this configuration cannot continue ({details}). "
+            "Use another --run_dir; the saved run was left untouched.")
+    return sorted(key for key in set(saved) | set(description)
+                  if key not in must_match and saved.get(key) != description.get(key))
+
+
+def save_description(run_dir: str, description: Mapping[str, Any]) -> None:
+    """Saves `description` as `<run_dir>/run.json` (atomically)."""
+    path = os.path.join(run_dir, RUN_FILE)
     os.makedirs(run_dir, exist_ok=True)
     with open(path + ".tmp", "w") as run_file:
-        json.dump(description, run_file, indent=2, sort_keys=True)
+        json.dump(description, run_file, indent=2, sort_keys=True, default=str)
     os.replace(path + ".tmp", path)
+
+
+def check_and_save_description(run_dir: str, description: Mapping[str, Any],
+                               must_match: List[str]) -> List[str]:
+    """Checks `description` (see `check_description`), then saves it as run.json.
+
+    Returns the names of the changed entries that may change between launches.
+    """
+    changed = check_description(run_dir, description, must_match)
+    save_description(run_dir, description)
     return changed
 
 

@@ -9,6 +9,7 @@ See docs/experiments.md.
 """
 
 import argparse
+import shlex
 import sys
 from typing import List, Optional, Sequence
 
@@ -98,7 +99,7 @@ def run_main(argv: Sequence[str]) -> int:
               flush=True)
         return 1
     print(f"All {len(grid.runs(args.out))} runs finished. Report: python -m "
-          f"mava_systems.experiment report {args.out}", flush=True)
+          f"mava_systems.experiment report {shlex.quote(args.out)}", flush=True)
     return 0
 
 

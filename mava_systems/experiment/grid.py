@@ -199,11 +199,33 @@ def read_grid(out: str) -> Grid:
       ValueError: if `out` holds no experiment.
     """
     path = os.path.join(out, SETTINGS_FILE)
+    if not os.path.exists(path):
+        raise ValueError(f"{out} holds no experiment ({SETTINGS_FILE} is missing)")
+    settings = _read_settings(path)
+    try:
+        return Grid.from_settings(settings)
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{path} is damaged ({type(error).__name__}: {error}); restore it "
+                         "to use the experiment") from None
+
+
+def _read_settings(path: str) -> Dict[str, Any]:
+    """The JSON object a saved experiment.json holds.
+
+    Raises:
+      ValueError: naming the file, if it is not one (damaged).
+    """
     try:
         with open(path) as settings_file:
-            return Grid.from_settings(json.load(settings_file))
-    except FileNotFoundError:
-        raise ValueError(f"{out} holds no experiment ({SETTINGS_FILE} is missing)") from None
+            settings = json.load(settings_file)
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError.
+        raise ValueError(f"{path} is damaged ({error}): it holds the experiment's settings. "
+                         "Restore it, or use --start_fresh (the experiment is moved aside, "
+                         "not deleted) or another --out; nothing was changed.") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path} is damaged (not a JSON object); restore it, or use "
+                         "--start_fresh or another --out; nothing was changed.")
+    return settings
 
 
 def raises_the_budget(saved: Mapping[str, Any], settings: Mapping[str, Any]) -> bool:
@@ -225,12 +247,13 @@ def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str
     Raises:
       ValueError: if `out` holds a grid with other settings (nothing is changed then).
     """
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out {out} is a file, not a directory; use another --out")
     moved_to = move_aside(os.path.abspath(out)) if start_fresh else None
     path = os.path.join(out, SETTINGS_FILE)
     settings = grid.settings()
     if os.path.exists(path):
-        with open(path) as settings_file:
-            saved = json.load(settings_file)
+        saved = _read_settings(path)
         if saved != settings and not raises_the_budget(saved, settings):
             differences = "; ".join(f"{key}: saved {saved.get(key)!r}, now {settings.get(key)!r}"
                                     for key in sorted(set(saved) | set(settings))
@@ -242,8 +265,12 @@ def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str
     elif os.path.isdir(out) and os.listdir(out):
         raise ValueError(f"{out} is not empty and holds no experiment ({SETTINGS_FILE}); use "
                          "another --out, or --start_fresh to move it aside")
-    os.makedirs(out, exist_ok=True)
-    with open(path + ".tmp", "w") as settings_file:
-        json.dump(settings, settings_file, indent=2)
-    os.replace(path + ".tmp", path)
+    try:
+        os.makedirs(out, exist_ok=True)
+        with open(path + ".tmp", "w") as settings_file:
+            json.dump(settings, settings_file, indent=2)
+        os.replace(path + ".tmp", path)
+    except OSError as error:
+        raise ValueError(f"cannot write the experiment to --out {out}: "
+                         f"{error.strerror or error}; use another --out") from None
     return moved_to

@@ -147,7 +147,8 @@ class MADQNBuilder:
             Checkpointing, run_dir=self.run_dir, node="trainer",
             interval_s=self.config.checkpoint_interval_s,
             max_to_keep=self.config.max_checkpoints_to_keep,
-            before_save=(ReplayCheckpointRequest(replay_client, program_stop_event())
+            before_save=(ReplayCheckpointRequest(replay_client, program_stop_event(),
+                                                 run_dir=self.run_dir)
                          if replay_client is not None else None))
 
     def trainer_options(self) -> Dict[str, Any]:
