@@ -98,7 +98,6 @@ def node_commands(program: lp.Program) -> List[NodeCommand]:
         for executable in nodes[0].to_executables(nodes, label, nodes[0].launch_context):
             env = {**os.environ, **{key: str(value)
                                     for key, value in executable.env_overrides.items()}}
-            env[NODE_NAME_ENV] = executable.title
             commands.append(NodeCommand(executable.title, executable.command_as_list, env))
     return commands
 
@@ -131,7 +130,8 @@ class NodeSupervisor(worker_manager.WorkerManager):
         output = subprocess.Popen(["sed", "-u", f"s!^![{node.name}] !"], stdin=subprocess.PIPE,
                                   preexec_fn=_output_process_setup)
         try:
-            process = subprocess.Popen(node.command, env=node.env, stdout=output.stdin,
+            process = subprocess.Popen(node.command, env={**node.env, NODE_NAME_ENV: node.name},
+                                       stdout=output.stdin,
                                        stderr=subprocess.STDOUT, preexec_fn=_node_process_setup)
         finally:
             output.stdin.close()
