@@ -367,6 +367,8 @@ def _launch(build: Callable[[], lp.Program], launch_type: str,
                 worker_manager = node_processes.launch(program, max_node_restarts())
             else:
                 worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+                if launch_type == "local_mt":
+                    node_processes.PatientCtrlC(worker_manager)
     signals.deliver()
     if worker_manager is not None:
         worker_manager.wait()

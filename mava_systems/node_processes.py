@@ -119,11 +119,10 @@ class NodeSupervisor(worker_manager.WorkerManager):
         # node that fails says why itself: see `lifecycle.stop_program_after_failure`).
         self.failures: List[str] = []
         self.exit_failures: List[str] = []
-        self.killed_by_user = False
         self._commands: Dict[str, NodeCommand] = {}
         self._output: List[subprocess.Popen] = []
-        self._user_stops = 0
         self._say = say or _say
+        self.ctrl_c = PatientCtrlC(self, self._say)
 
     def start(self, node: NodeCommand) -> subprocess.Popen:
         """Starts `node`'s process (its output prefixed with "[name] " on this one's stdout)."""
@@ -147,6 +146,11 @@ class NodeSupervisor(worker_manager.WorkerManager):
         with self._mutex:
             return {name: workers[0].pid for name, workers in self._active_workers.items()
                     if workers}
+
+    @property
+    def killed_by_user(self) -> bool:
+        """Whether a third Ctrl-C killed the nodes."""
+        return self.ctrl_c.killed
 
     @property
     def stopping(self) -> bool:
@@ -193,28 +197,6 @@ class NodeSupervisor(worker_manager.WorkerManager):
                   "nodes save their checkpoints)")
         self._stop()
 
-    def _stop_by_user(self) -> None:
-        """The first Ctrl-C: stops the program; later ones go to `_ctrl_c_again`."""
-        self._user_stops = 1
-        signal.signal(signal.SIGINT, self._ctrl_c_again)
-        self._say(f"Stopping (Ctrl-C): the nodes save their checkpoints, for up to "
-                  f"{max(self._termination_notice_secs, 0)} s. Press Ctrl-C twice more to "
-                  "kill them now (what they have not saved is lost).")
-        self._stop()
-
-    def _ctrl_c_again(self, signal_number: int, frame: object) -> None:
-        del signal_number, frame
-        self._user_stops += 1
-        if self._user_stops == 2:
-            self._say("Still stopping: the nodes are saving their checkpoints, then the summary "
-                      "is written. Press Ctrl-C once more to kill them now (what they have not "
-                      "saved is lost).")
-            return
-        if not self.killed_by_user:
-            self._say("Killing the nodes (third Ctrl-C): what they had not saved is lost.")
-            self.killed_by_user = True
-            self._kill()
-
     def _kill(self) -> None:
         """Kills every node process and its children (never this process)."""
         print("\nKilling entire runtime.", flush=True)
@@ -239,6 +221,44 @@ class NodeSupervisor(worker_manager.WorkerManager):
                 output.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 output.kill()
+
+
+class PatientCtrlC:
+    """Ctrl-C handling for a launcher's Launchpad worker manager, in place of Launchpad's (whose
+    second Ctrl-C kills every node at once, mid-checkpoint): the first stops the program, the
+    second only says that the nodes are still saving, the third kills them (`killed`)."""
+
+    def __init__(self, manager: worker_manager.WorkerManager,
+                 say: Optional[Callable[[str], None]] = None):
+        self.killed = False
+        self._manager = manager
+        self._say = say or _say
+        self._presses = 0
+        # pylint: disable=protected-access
+        worker_manager._remove_signal_handler(signal.SIGINT, manager._stop_by_user)
+        worker_manager._register_signal_handler(signal.SIGINT, self._first)
+
+    def _first(self) -> None:
+        self._presses = 1
+        # Launchpad's dispatcher forgets its SIGINT handlers once it has called them.
+        signal.signal(signal.SIGINT, self._again)
+        notice_s = max(self._manager._termination_notice_secs, 0)  # pylint: disable=protected-access
+        self._say(f"Stopping (Ctrl-C): the nodes save their checkpoints, for up to {notice_s} s."
+                  " Press Ctrl-C twice more to kill them now (what they have not saved is "
+                  "lost).")
+        self._manager._stop()  # pylint: disable=protected-access
+
+    def _again(self, signal_number: int, frame: object) -> None:
+        del signal_number, frame
+        self._presses += 1
+        if self._presses == 2:
+            self._say("Still stopping: the nodes are saving their checkpoints, then the summary "
+                      "is written. Press Ctrl-C once more to kill them now (what they have not "
+                      "saved is lost).")
+        elif not self.killed:
+            self.killed = True
+            self._say("Killing the nodes (third Ctrl-C): what they had not saved is lost.")
+            self._manager._kill()  # pylint: disable=protected-access
 
 
 def _say(text: str) -> None:
