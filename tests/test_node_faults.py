@@ -154,74 +154,95 @@ def checkpoints(run_dir, node):
     return sorted(glob.glob(os.path.join(run_dir, "checkpoints", node, "ckpt-*.index")))
 
 
-@pytest.mark.parametrize("dead", ["trainer", "replay"])
-def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_node_then_resumes(
-        tmp_path, dead):
-    """Executor 0 is SIGKILLed mid-run: it is started again and its count continues. Then the
-    `dead` node is SIGKILLed: the run stops within the bound, exit status 1, the terminal
-    naming the node, the signal and the resume command. The same command resumes the run,
-    which a double Ctrl-C (second one 1 s after the first) then stops cleanly: exit 0, final
-    checkpoints and the summary written."""
+def kill_node_and_wait_for_stop(run_dir, node, times):
+    """A `wait` for `run_until`: kills `node` once the trainer has logged (recording when in
+    `times`), and checks the launcher says so within the bound."""
+
+    def kill(process, output):
+        wait_for_rows(run_dir, "trainer", len(rows(run_dir, "trainer")) + 2, process)
+        times[node] = time.time()
+        kill_in_tree(process.pid, wait_for_node(process.pid, node, 10))
+        noticed = output.wait_for(f"error: {node} killed by SIGKILL", DETECTION_BOUND_S, process)
+        assert noticed - times[node] < DETECTION_BOUND_S
+
+    return kill
+
+
+def assert_stopped_for(process, output, node, run_dir):
+    """The launch ended with status 1, the summary and one error line naming `node`, its
+    signal and the command resuming the run."""
+    assert process.returncode == 1, output[-3000:]
+    assert f"Stopped because a node failed ({node} killed by SIGKILL)." in output, output[-3000:]
+    error = next(line for line in output.splitlines()
+                 if line.startswith("error: the run stopped because a node failed:"))
+    assert f"{node} killed by SIGKILL; resume with: " in error, error
+    assert f"--run_dir={run_dir}" in error and "run_madqn.py" in error, error
+
+
+def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_replay(tmp_path):
+    """Launch 1: executor 0 is SIGKILLed mid-run: it is started again and its count continues;
+    then the trainer is SIGKILLed: the run stops within the bound (exit status 1, the terminal
+    naming the node, the signal and the resume command). Launch 2, the same command, resumes
+    it; the replay is SIGKILLed: the same. Launch 3 resumes again, and a double Ctrl-C (the
+    second 1 s after the first) stops it cleanly: exit status 0, final checkpoints and the
+    summary written."""
     run_dir = str(tmp_path / "run")
     command = program_helpers.example_command(os.path.join("mpe", "run_madqn.py"), run_dir,
                                               *SMALL_CONFIG, "--max_executor_steps=0",
                                               launch_type="local_mp")
-    kill_times = {}
+    times = {}
+    kill_trainer = kill_node_and_wait_for_stop(run_dir, "trainer/0", times)
 
-    def wait_and_kill_executor(process, output):
+    def kill_executor(process, output):
         wait_for_rows(run_dir, "executor_0", 2, process)
         pid = wait_for_node(process.pid, "executor/0", 10)
-        kill_times["executor_steps"] = int(rows(run_dir, "executor_0")[-1]["executor_steps"])
-        kill_times["executor"] = time.time()
+        times["executor_steps"] = int(rows(run_dir, "executor_0")[-1]["executor_steps"])
+        times["executor/0"] = time.time()
         kill_in_tree(process.pid, pid)
         noticed = output.wait_for("warning: executor/0 died (killed by SIGKILL)",
                                   DETECTION_BOUND_S, process)
-        assert noticed - kill_times["executor"] < DETECTION_BOUND_S
+        assert noticed - times["executor/0"] < DETECTION_BOUND_S
         wait_for_node(process.pid, "executor/0", 60, other_than=pid)
-        rows_before = len(rows(run_dir, "executor_0"))
-        wait_for_rows(run_dir, "executor_0", rows_before + 2, process)
-        wait_for_rows(run_dir, "trainer", 2, process)
+        wait_for_rows(run_dir, "executor_0", len(rows(run_dir, "executor_0")) + 2, process)
+        kill_trainer(process, output)
 
-    def kill_dead_node(process, output):
-        kill_times[dead] = time.time()
-        kill_in_tree(process.pid, node_processes(process.pid)[f"{dead}/0"])
-        noticed = output.wait_for(f"error: {dead}/0 killed by SIGKILL", DETECTION_BOUND_S,
-                                  process)
-        assert noticed - kill_times[dead] < DETECTION_BOUND_S
-
-    first, output = run_until(command, wait_and_kill_executor, kill_dead_node)
-    assert first.returncode == 1, output[-3000:]
-    assert f"Stopped because a node failed ({dead}/0 killed by SIGKILL)." in output
-    error = next(line for line in output.splitlines()
-                 if line.startswith("error: the run stopped because a node failed:"))
-    assert f"{dead}/0 killed by SIGKILL; resume with: " in error
-    assert f"--run_dir={run_dir}" in error and "run_madqn.py" in error
-    # Executor 0 continued its count after its restart (from the counter), never from 0.
+    first, output = run_until(command, kill_executor, lambda *_: None)
+    assert_stopped_for(first, output, "trainer/0", run_dir)
+    assert "restart 1 of 3 allowed" in output
+    # Executor 0 continued its count after its restart (read from the counter), never from 0.
     executor_0 = [int(row["executor_steps"]) for row in rows(run_dir, "executor_0")]
-    restarted = [steps for steps in executor_0 if steps > kill_times["executor_steps"]]
-    assert restarted and min(executor_0[executor_0.index(restarted[0]):]) > 0
-    assert executor_0[-1] > kill_times["executor_steps"]
-    counts_after_first = read_status(run_dir).counts["executor_steps"]
-    assert counts_after_first > 0
-    # No node of the stopped run is left.
-    trainer_checkpoints = checkpoints(run_dir, "trainer")
+    assert executor_0[-1] > times["executor_steps"] and min(executor_0) > 0
+    counts = [read_status(run_dir).counts["executor_steps"]]
+    assert counts[0] > 0
 
-    # The same command resumes it; a double Ctrl-C stops it and it still saves.
-    def wait_for_resumed_progress(process, output):
-        output.wait_for("Resuming", 120, process)
-        wait_for_rows(run_dir, "trainer", len(rows(run_dir, "trainer")) + 2, process)
+    def resumed_then(kill):
+        def wait(process, output):
+            output.wait_for("Resuming the run", 120, process)
+            kill(process, output)
+        return wait
+
+    second, output = run_until(
+        command, resumed_then(kill_node_and_wait_for_stop(run_dir, "replay/0", times)),
+        lambda *_: None)
+    assert_stopped_for(second, output, "replay/0", run_dir)
+    counts.append(read_status(run_dir).counts["executor_steps"])
+    trainer_checkpoints = checkpoints(run_dir, "trainer")
 
     def ctrl_c_twice(process, output):
         process.send_signal(signal.SIGINT)
         time.sleep(1)
         process.send_signal(signal.SIGINT)
 
-    second, output = run_until(command, wait_for_resumed_progress, ctrl_c_twice)
-    assert second.returncode == 0, output[-3000:]
+    def progress(process, output):
+        wait_for_rows(run_dir, "trainer", len(rows(run_dir, "trainer")) + 2, process)
+
+    third, output = run_until(command, resumed_then(progress), ctrl_c_twice)
+    assert third.returncode == 0, output[-3000:]
     assert "Still stopping: the nodes are saving their checkpoints" in output, output[-3000:]
     assert "Killing" not in output and "Finished." in output, output[-3000:]
     assert checkpoints(run_dir, "trainer")[-1] not in trainer_checkpoints  # Saved at the stop.
-    assert read_status(run_dir).counts["executor_steps"] > counts_after_first
+    counts.append(read_status(run_dir).counts["executor_steps"])
+    assert counts == sorted(counts) and counts[-1] > counts[0], counts
 
 
 FAILING_EXECUTOR_THREAD = """
@@ -277,7 +298,8 @@ def test_a_local_mt_node_thread_that_fails_stops_the_run_with_its_error(tmp_path
     process, output = run_until([sys.executable, "-c", FAILING_EXECUTOR_THREAD, run_dir], wait,
                                 lambda *_: None)
     assert process.returncode == 1, output[-3000:]
-    assert "environment loop failed: RuntimeError: environment broken on purpose" in output
+    assert ("environment loop failed: EnvironmentFailure: environment line_world_v0: step() "
+            "raised RuntimeError: environment broken on purpose") in output, output[-3000:]
     assert "resume with: " in output
     for node in ("trainer", "counter"):
         assert checkpoints(run_dir, node), node
