@@ -50,6 +50,10 @@ _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 def _node_process_setup() -> None:  # Runs in the child, between fork and exec.
     os.setpgrp()
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # As under Launchpad's own wrapper: stop signals are ignored until the node's worker
+    # manager handles them (a stop during its imports comes again every second until it ends).
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_IGN)
 
 
 def _output_process_setup() -> None:

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from mava_systems.components import lifecycle
@@ -43,14 +44,18 @@ flags.FLAGS.mark_as_parsed()
 from mava_systems import node_processes
 
 supervisor = node_processes.NodeSupervisor(max_restarts=1, say=print)
-sleeper = [sys.executable, "-c", "import signal, sys, time; "
-           "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); time.sleep(120)"]
-for name in sys.argv[1:]:
+# A node that stops at SIGTERM, or (":stubborn") one that ignores it, as if saving for ever.
+on_sigterm = {False: "lambda *_: sys.exit(0)", True: "signal.SIG_IGN"}
+for argument in sys.argv[1:]:
+    name, _, stubborn = argument.partition(":")
+    sleeper = [sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, "
+               f"{on_sigterm[bool(stubborn)]}); time.sleep(120)"]
     supervisor.start(node_processes.NodeCommand(name, sleeper, dict(os.environ)))
 print("started", json.dumps(supervisor.node_pids()), flush=True)
 supervisor.wait()
 print("ended", json.dumps({"failures": supervisor.failures, "restarts": supervisor.restarts,
-                           "deaths": [death[0] for death in supervisor.deaths]}), flush=True)
+                           "deaths": [death[0] for death in supervisor.deaths],
+                           "killed_by_user": supervisor.killed_by_user}), flush=True)
 """
 
 
@@ -87,7 +92,8 @@ def test_a_dead_executor_is_restarted_until_its_limit_then_the_program_stops():
         process.kill()
     assert process.returncode == 0, output.text()
     assert result == {"failures": ["executor/0 killed by SIGKILL"], "restarts":
-                      {"executor/0": 1, "executor/1": 0}, "deaths": ["executor/0"] * 2}
+                      {"executor/0": 1, "executor/1": 0}, "deaths": ["executor/0"] * 2,
+                      "killed_by_user": False}
     assert "restarted 1 time(s) already, as many as --max_node_restarts allows" in output.text()
 
 
@@ -101,6 +107,37 @@ def test_a_dead_replay_stops_the_program_at_once():
         process.kill()
     assert result["failures"] == ["replay/0 killed by SIGKILL"]
     assert result["restarts"] == {"replay/0": 0, "executor/0": 0}
+
+
+def ignores_sigterm(pid):
+    with open(f"/proc/{pid}/status") as status:
+        ignored = next(line for line in status if line.startswith("SigIgn:")).split()[1]
+    return bool(int(ignored, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def test_ctrl_c_twice_waits_for_the_nodes_a_third_kills_them():
+    """The second Ctrl-C only says the nodes are still saving; the third kills them (here a
+    node that would never end by itself)."""
+    process, output, pids = start_sleepers("trainer/0:stubborn")
+    try:
+        deadline = time.time() + 30
+        while not ignores_sigterm(pids["trainer/0"]):  # Not before it ignores it.
+            assert time.time() < deadline, "the node never set its SIGTERM handler"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        output.wait_for("Stopping (Ctrl-C): the nodes save their checkpoints", 10, process)
+        process.send_signal(signal.SIGINT)
+        output.wait_for("Still stopping: the nodes are saving their checkpoints", 10, process)
+        time.sleep(1)
+        assert psutil.pid_exists(pids["trainer/0"]) and process.poll() is None
+        process.send_signal(signal.SIGINT)
+        output.wait_for("Killing the nodes (third Ctrl-C)", 10, process)
+        result = ended(process, output)
+    finally:
+        process.kill()
+    assert result["killed_by_user"] and not result["failures"]
+    assert not psutil.pid_exists(pids["trainer/0"]) or \
+        psutil.Process(pids["trainer/0"]).status() == psutil.STATUS_ZOMBIE
 
 
 def test_a_kill_outside_the_program_under_test_is_refused():
