@@ -216,6 +216,9 @@ def assert_stopped_for(process, output, node, run_dir):
     assert f"--run_dir={run_dir}" in error and "run_madqn.py" in error, error
 
 
+# Three launches: 2-3 minutes on a quiet machine, 9 under a load of 20 (pytest.ini's 600 s limit
+# would end the whole pytest worker).
+@pytest.mark.timeout(1500)
 def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_replay(tmp_path):
     """Launch 1: executor 0 is SIGKILLed mid-run: it is started again and its count continues;
     then the trainer is SIGKILLed: the run stops within the bound (exit status 1, the terminal
