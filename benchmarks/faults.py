@@ -37,10 +37,13 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from benchmarks import common
-from mava_systems.components.run_directory import read_status
-from mava_systems.node_processes import NODE_NAME_ENV, RESTARTED_GROUPS
-from mava_systems.progress import read_snapshot
+if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import common  # noqa: E402
+from mava_systems.components.run_directory import read_status  # noqa: E402
+from mava_systems.node_processes import NODE_NAME_ENV, RESTARTED_GROUPS  # noqa: E402
+from mava_systems.progress import read_snapshot  # noqa: E402
 
 GROUPS = ("executor", "evaluator", "trainer", "replay", "counter")
 DETECT_TIMEOUT_S = 60.0  # A fault not reported by then counts as a hang.
