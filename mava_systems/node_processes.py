@@ -3,7 +3,7 @@
 Launchpad 0.5.0 starts each `local_mp` node under a shell that hides its exit
 status, so a node that dies goes unnoticed: the others wait on it forever (a
 dead replay) or the run ends as if nothing happened (a dead executor). Here
-each node's process is a child of the launcher, polled every `POLL_S`:
+each node's process is a child of the launcher, polled every 0.1 s (by `wait()`):
 
 - a node that dies (killed by a signal) while the program runs is noticed
   within a second; an executor (or actor), the evaluator or a cache is started
