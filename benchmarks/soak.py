@@ -25,23 +25,22 @@ import time
 from typing import Any, Dict, List, Optional
 
 from benchmarks import common
+from mava_systems.node_processes import NODE_NAME_ENV
 
 DEFAULT_FLAGS = ("--num_executors=2", "--progress_interval_s=0", "--checkpoint_interval_s=60")
 
 
 def node_processes(tree: common.ProcessTree) -> Dict[str, Any]:
-    """{node label: its Python process}: Launchpad runs each node under `decorate_output <colour>
-    <label> python ...`, so a node's label is its parent's third argument."""
+    """{node label: its Python process}: the launcher names each node process's node in its
+    environment (`node_processes.NODE_NAME_ENV`)."""
     nodes = {}
     for process in tree.processes():
         try:
-            parent = process.parent()
-            parent_command = parent.cmdline() if parent is not None else []
+            label = process.environ().get(NODE_NAME_ENV)
+            if label and "python" in os.path.basename(process.cmdline()[0]):
+                nodes[label] = process
         except Exception:  # pylint: disable=broad-except
             continue
-        if len(parent_command) > 3 and parent_command[1].endswith("decorate_output") \
-                and "python" in os.path.basename(process.cmdline()[0] if process.cmdline() else ""):
-            nodes[parent_command[3]] = process
     return nodes
 
 

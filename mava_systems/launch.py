@@ -19,7 +19,7 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
-from mava_systems import console, ray_launch, run_summary
+from mava_systems import console, node_processes, ray_launch, run_summary
 from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
                                                StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
@@ -80,6 +80,10 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
     flags.DEFINE_float("progress_interval_s", None,
                        "Seconds between progress lines (default: 1, updating one line, on a "
                        "terminal; 30 otherwise; 0: no progress lines).")
+    flags.DEFINE_integer("max_node_restarts", node_processes.DEFAULT_MAX_RESTARTS,
+                         "local_mp: times one executor, evaluator or cache node that dies is "
+                         "started again before the run stops (a dead replay, trainer or counter "
+                         "stops it at once).", lower_bound=0)
     flags.DEFINE_boolean("verbose", False,
                          "Show the libraries' output (TensorFlow, absl INFO lines of every node, "
                          "Launchpad, Reverb) on the terminal; by default it goes only to "
@@ -338,30 +342,48 @@ def launch(program: Union[lp.Program, Callable[[], lp.Program]], launch_type: st
     stop it running (see `StopSignalsHeld`; not under Ray, whose launcher handles its own).
     `launch_type="ray"` runs it on Ray (see `mava_systems.ray_launch`; the
     `--ray_*` flags), recording where its nodes ran in `run_dir`.
+    Under `local_mp` a node that dies is restarted or stops the program (see
+    `mava_systems.node_processes`; `--max_node_restarts`); the third Ctrl-C kills the nodes.
 
     Raises:
-      NodeFailure: if the program stopped because a node failed (once every node has ended).
+      NodeFailure: if the program stopped because a node failed or died (once every node has
+        ended), or its nodes were killed by the user.
     """
     build = program if callable(program) else lambda: program
     with recording_node_failures() as failures:
-        _launch(build, launch_type, run_dir)
+        supervisor = _launch(build, launch_type, run_dir)
+    if supervisor is not None:
+        # A node that died comes first: the failures other nodes reported may follow from it.
+        failures[:0] = supervisor.failures
+        if not failures:
+            failures.extend(supervisor.exit_failures)
+        if supervisor.killed_by_user:
+            failures.append("the nodes were killed by a third Ctrl-C before they had stopped")
     if failures:
         raise NodeFailure("; ".join(failures))
 
 
-def _launch(build: Callable[[], lp.Program], launch_type: str, run_dir: Optional[str]) -> None:
+def max_node_restarts() -> int:
+    """`--max_node_restarts` if defined (see `define_flags`), else the default."""
+    if "max_node_restarts" in FLAGS:
+        return FLAGS.max_node_restarts
+    return node_processes.DEFAULT_MAX_RESTARTS
+
+
+def _launch(build: Callable[[], lp.Program], launch_type: str,
+            run_dir: Optional[str]) -> Optional[node_processes.NodeSupervisor]:
     if "lp_termination_notice_secs" in FLAGS and not FLAGS["lp_termination_notice_secs"].present:
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
     notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
     if launch_type == ray_launch.LAUNCH_TYPE:
         ray_launch.launch(build(), ray_launch.config_from_flags(notice_s), record_dir=run_dir)
-        return
+        return None
     with StopSignalsHeld() as signals:
         program = build()
         if signals.held:
             console.say([f"Stopped by {signal.Signals(signals.held[0]).name} while the program "
                          "was being built: nothing was launched"])
-            return
+            return None
         kwargs: dict = {}
         if launch_type in ("local_mp", "test_mp"):
             kwargs["terminal"] = "current_terminal"
@@ -369,10 +391,16 @@ def _launch(build: Callable[[], lp.Program], launch_type: str, run_dir: Optional
         # Node processes take the launcher's notice from the environment (see
         # `lifecycle.take_the_launchers_notice`).
         with environment_variable(NODE_NOTICE_ENV, str(notice_s)):
-            worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+            if launch_type == "local_mp":
+                worker_manager = node_processes.launch(program, max_node_restarts())
+            else:
+                worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+                if launch_type == "local_mt":
+                    node_processes.PatientCtrlC(worker_manager)
     signals.deliver()
     if worker_manager is not None:
         worker_manager.wait()
+    return worker_manager if isinstance(worker_manager, node_processes.NodeSupervisor) else None
 
 
 def stop_program_if_a_node_fails_to_build(program: lp.Program) -> None:
@@ -465,13 +493,15 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
             launch(system.build, launch_type, system.run_dir)
         except NodeFailure as error:  # Everything was saved: summarise, then exit with it.
             failure = error
-    console.say([run_summary.summarize(system, steps_at_start, time.monotonic() - start,
-                                       sys.argv, log_file,
-                                       None if failure is None else str(failure))])
+    summary = run_summary.summarize(system, steps_at_start, time.monotonic() - start, sys.argv,
+                                    log_file, None if failure is None else str(failure))
+    console.say([summary])
     if failure is not None:
         disk_full = disk_full_message(str(failure))
+        resume = summary.rpartition("Resume:")[2].strip().splitlines()[:1]
         console.report_error(f"error: {disk_full}" if disk_full else
-                             f"error: the run stopped because a node failed: {failure}")
+                             f"error: the run stopped because a node failed: {failure}"
+                             + (f"; resume with: {resume[0]}" if resume else ""))
     exit_code = 0 if failure is None else 1
     exit_if_loops_were_abandoned(exit_code)  # local_mt: a node loop given up at the stop.
     if failure is not None:

@@ -172,7 +172,7 @@ def test_the_resume_command_repeats_the_flags_with_this_run_dir_and_a_higher_lim
 
 
 @pytest.mark.parametrize("name", ["executor", "trainer", "program", "learning", "checkpoint",
-                                  "logger_memory", "environments"])
+                                  "logger_memory", "environments", "faults"])
 def test_benchmarks_run_as_files(name):
     result = subprocess.run([sys.executable, os.path.join("benchmarks", f"{name}.py"), "--help"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Tuple, TypeVar
 
 from absl import logging
 import launchpad as lp
@@ -27,9 +27,16 @@ from launchpad.launch import worker_manager
 STOP_GRACE_S = 3.0
 # Names of the loops `run_watched` gave up in this process.
 _ABANDONED: list = []
-# Seconds a node's loop gets, once the program stops, to return by itself (see `run_watched`).
-# A blocked replay call returns within 1 s while its server is up (3 s after the stop).
+# Seconds a node's loop gets, once the program stops, to return by itself while it does not
+# move (see `run_watched`). A blocked replay call returns within 1 s while its server is up
+# (3 s after the stop).
 ABANDON_AFTER_S = 5.0
+# Seconds a loop still working after the stop (a last step or checkpoint on a busy machine)
+# gets at most: well within the launcher's termination notice (60 s).
+ABANDON_AT_MOST_S = 30.0
+# A loop whose process used this share of a core since the last look is working.
+_WORKING_CPU_SHARE = 0.05
+_LOOK_INTERVAL_S = 0.2
 T = TypeVar("T")
 # Whether the launcher that started this process restarts a node that fails (see
 # `failed_nodes_are_restarted`), so that a failure must not stop the program.
@@ -86,30 +93,67 @@ def _in_daemon_thread(function: Callable[[], Any], name: str) -> Any:
     return thread, outcome
 
 
-def _wait_watched(thread: threading.Thread, grace_s: float) -> bool:
-    """Waits for `thread`; once the program stops, for `grace_s` more at most. True if it ended."""
+def _stack_of(thread: threading.Thread) -> Tuple[Tuple[Any, int], ...]:
+    """Where `thread` is now: (code, line) of each of its frames, innermost first."""
+    frame = sys._current_frames().get(thread.ident)  # pylint: disable=protected-access
+    stack = []
+    while frame is not None:
+        stack.append((frame.f_code, frame.f_lineno))
+        frame = frame.f_back
+    return tuple(stack)
+
+
+def _wait_watched(thread: threading.Thread, grace_s: float,
+                  at_most_s: float = ABANDON_AT_MOST_S) -> bool:
+    """Waits for `thread`; once the program stops, until it has not moved for `grace_s` (or
+    for `at_most_s` in all). True if it ended.
+
+    It moves while its Python stack changes or its process computes (uses CPU: a compiled
+    step or a checkpoint write runs in other threads); a call waiting on a node that has
+    gone does neither.
+    """
     stop_event = program_stop_event()
+    while thread.is_alive() and not stop_event.is_set():
+        thread.join(_LOOK_INTERVAL_S)
+    started = last_moved = time.monotonic()
+    stack, cpu_s = _stack_of(thread), time.process_time()
     while thread.is_alive():
-        if stop_event.is_set():
-            thread.join(grace_s)
-            return not thread.is_alive()
-        thread.join(0.2)
+        now = time.monotonic()
+        if now - last_moved >= grace_s or now - started >= at_most_s:
+            return False
+        thread.join(min(_LOOK_INTERVAL_S, grace_s))
+        new_stack, new_cpu_s = _stack_of(thread), time.process_time()
+        if new_stack != stack or \
+                new_cpu_s - cpu_s > _WORKING_CPU_SHARE * (time.monotonic() - now):
+            last_moved = time.monotonic()
+        stack, cpu_s = new_stack, new_cpu_s
     return True
 
 
+def where_it_waits(thread: threading.Thread, frames: int = 4) -> str:
+    """`thread`'s innermost `frames` frames on one line: "file.py:12 in f < file.py:30 in g"."""
+    frame = sys._current_frames().get(thread.ident)  # pylint: disable=protected-access
+    if frame is None:
+        return "?"
+    summary = traceback.extract_stack(frame)[-frames:]
+    return " < ".join(f"{os.path.basename(entry.filename)}:{entry.lineno} in {entry.name}"
+                      for entry in reversed(summary))
+
+
 def run_watched(loop: Callable[[], None], name: str, grace_s: float = ABANDON_AFTER_S) -> bool:
-    """Runs a node's `loop` until it returns; gives it up `grace_s` after the program stops.
+    """Runs a node's `loop` until it returns; gives it up once the program has stopped and the
+    loop has not moved for `grace_s` (see `_wait_watched`).
 
     Returns True if `loop` returned (its exception, if any, is raised here),
     False if it was given up: it is then blocked on a node that has gone, and
-    is left in its daemon thread so that this node can still end.
+    is left in its daemon thread so that this node can still end. A one-line
+    warning says where it waits.
     """
     thread, outcome = _in_daemon_thread(loop, name)
     if not _wait_watched(thread, grace_s):
-        frame = sys._current_frames().get(thread.ident)  # pylint: disable=protected-access
-        logging.warning("%s did not return %.0f s after the program stopped (blocked on a node "
-                        "that has gone); ending without it. It waits in:\n%s", name, grace_s,
-                        "".join(traceback.format_stack(frame)[-4:]) if frame else "?")
+        logging.warning("%s did not return after the program stopped and has not moved for "
+                        "%.0f s (blocked on a node that has gone); ending without it. It waits "
+                        "in %s", name, grace_s, where_it_waits(thread))
         _ABANDONED.append(name)
         return False
     if "error" in outcome:
@@ -205,7 +249,7 @@ def call_unless_stopped(function: Callable[[], T], name: str,
     """`function()`, or `default` if the program stops first (e.g. a start-up call to a node
     that may already have finished)."""
     thread, outcome = _in_daemon_thread(function, name)
-    if not _wait_watched(thread, grace_s=1.0):
+    if not _wait_watched(thread, grace_s=1.0, at_most_s=1.0):
         return default
     if "error" in outcome:
         raise outcome["error"]

@@ -1,0 +1,282 @@
+"""Runs a program's nodes as processes of this one (`local_mp`) and watches them.
+
+Launchpad 0.5.0 starts each `local_mp` node under a shell that hides its exit
+status, so a node that dies goes unnoticed: the others wait on it forever (a
+dead replay) or the run ends as if nothing happened (a dead executor). Here
+each node's process is a child of the launcher, polled every 0.1 s (by `wait()`):
+
+- a node that dies (killed by a signal) while the program runs is noticed
+  within a second; an executor (or actor), the evaluator or a cache is started
+  again in place, with the same command and address, up to `max_restarts`
+  times per node (its counts continue: it reads them from the counter);
+- a replay, trainer, counter or coordinator that dies, a node that dies more
+  often than that, or a node that exits with an error status, stops the whole
+  program (every node saves its checkpoints as at any stop), and the launch
+  reports the failure (`failures`);
+- Ctrl-C stops the program; a second one only says that the nodes are still
+  saving; a third kills them (`killed_by_user`).
+
+Node processes run in their own process group, so that the terminal's Ctrl-C
+reaches the launcher only (which asks each node to stop), and die with the
+launcher if it is killed (nothing is left running).
+"""
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import launchpad as lp
+from launchpad import context as lp_context
+from launchpad.launch import worker_manager
+import psutil
+
+from mava_systems import console
+
+# Node groups whose nodes are started again when they die: they keep no state of their own
+# that the program needs (an executor's episode in progress is lost, its counts are not).
+RESTARTED_GROUPS = ("executor", "actor", "evaluator", "cacher")
+DEFAULT_MAX_RESTARTS = 3
+# The environment variable naming a node process's node ("executor/0"): tools find nodes by it.
+NODE_NAME_ENV = "MAVA_SYSTEMS_NODE"
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _node_process_setup() -> None:  # Runs in the child, between fork and exec.
+    os.setpgrp()
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # As under Launchpad's own wrapper: stop signals are ignored until the node's worker
+    # manager handles them (a stop during its imports comes again every second until it ends).
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_IGN)
+
+
+def _output_process_setup() -> None:
+    os.setpgrp()  # Ends when its node's output does, not at the terminal's Ctrl-C.
+
+
+def group_of(node_name: str) -> str:
+    """"executor" for "executor/0"."""
+    return node_name.rsplit("/", 1)[0]
+
+
+def exit_description(returncode: int) -> str:
+    """How a process ended, e.g. "killed by SIGKILL" or "exited with status 1"."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+class NodeCommand:
+    """How to start one node's process: its name ("trainer/0"), command and environment."""
+
+    def __init__(self, name: str, command: Sequence[str], env: Dict[str, str]):
+        self.name = name
+        self.command = list(command)
+        self.env = env
+
+
+def node_commands(program: lp.Program) -> List[NodeCommand]:
+    """Prepares `program` for a `local_mp` launch (as Launchpad's does: launch contexts, handles,
+    addresses) and returns its nodes' commands."""
+    for nodes in program.groups.values():
+        for node in nodes:
+            node._initialize_context(lp_context.LaunchType.LOCAL_MULTI_PROCESSING,  # pylint: disable=protected-access
+                                     launch_config=None)
+    for label, nodes in program.groups.items():
+        for node in nodes:
+            for handle in node.input_handles:
+                handle.connect(node, label)
+    for node in program.get_all_nodes():
+        node.bind_addresses()
+    commands = []
+    for label, nodes in program.groups.items():
+        for executable in nodes[0].to_executables(nodes, label, nodes[0].launch_context):
+            env = {**os.environ, **{key: str(value)
+                                    for key, value in executable.env_overrides.items()}}
+            commands.append(NodeCommand(executable.title, executable.command_as_list, env))
+    return commands
+
+
+class NodeSupervisor(worker_manager.WorkerManager):
+    """Launchpad's worker manager for node processes it starts itself and watches (see the
+    module docstring): its `wait()` returns once every node has ended."""
+
+    def __init__(self, max_restarts: int = DEFAULT_MAX_RESTARTS,
+                 say: Optional[Callable[[str], None]] = None):
+        super().__init__(kill_main_thread=False)
+        if max_restarts < 0:
+            raise ValueError(f"max_restarts must be 0 or more, got {max_restarts}")
+        self.max_restarts = max_restarts
+        self.restarts: Dict[str, int] = {}
+        # (node, when it died (time.time()), how it ended, what was done) for every death.
+        self.deaths: List[Tuple[str, float, str, str]] = []
+        # Nodes that died and stopped the program; nodes that exited with an error status (a
+        # node that fails says why itself: see `lifecycle.stop_program_after_failure`).
+        self.failures: List[str] = []
+        self.exit_failures: List[str] = []
+        self._commands: Dict[str, NodeCommand] = {}
+        self._output: List[subprocess.Popen] = []
+        self._say = say or _say
+        self.ctrl_c = PatientCtrlC(self, self._say)
+
+    def start(self, node: NodeCommand) -> subprocess.Popen:
+        """Starts `node`'s process (its output prefixed with "[name] " on this one's stdout)."""
+        output = subprocess.Popen(["sed", "-u", f"s!^![{node.name}] !"], stdin=subprocess.PIPE,
+                                  preexec_fn=_output_process_setup)
+        try:
+            process = subprocess.Popen(node.command, env={**node.env, NODE_NAME_ENV: node.name},
+                                       stdout=output.stdin,
+                                       stderr=subprocess.STDOUT, preexec_fn=_node_process_setup)
+        finally:
+            output.stdin.close()
+        self._output.append(output)
+        self._commands[node.name] = node
+        self.restarts.setdefault(node.name, 0)
+        self._workers_count[node.name] += 1
+        self._active_workers[node.name].append(process)
+        return process
+
+    def node_pids(self) -> Dict[str, int]:
+        """{node name: pid} of every node process running now."""
+        with self._mutex:
+            return {name: workers[0].pid for name, workers in self._active_workers.items()
+                    if workers}
+
+    @property
+    def killed_by_user(self) -> bool:
+        """Whether a third Ctrl-C killed the nodes."""
+        return self.ctrl_c.killed
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_counter > 0 or self._stop_event.is_set()
+
+    def _check_workers(self) -> None:
+        """Reaps ended nodes and acts on deaths (Launchpad's `wait` calls it, holding the
+        mutex, every 0.1 s)."""
+        ended = []
+        for name, workers in self._active_workers.items():
+            for process in list(workers):
+                if process.poll() is not None:
+                    workers.remove(process)
+                    ended.append((name, process.returncode))
+        for name, returncode in ended:
+            self._node_ended(name, returncode)
+        if not any(self._active_workers.values()):
+            self._disable_alarm()
+
+    def _node_ended(self, name: str, returncode: int) -> None:
+        if returncode == 0 or self.stopping:
+            return
+        how = exit_description(returncode)
+        clock = time.strftime("%H:%M:%S")
+        if returncode < 0 and group_of(name) in RESTARTED_GROUPS \
+                and self.restarts[name] < self.max_restarts:
+            self.restarts[name] += 1
+            self.deaths.append((name, time.time(), how, "restarted"))
+            self._say(f"warning: {name} died ({how}) at {clock}; started it again "
+                      f"(restart {self.restarts[name]} of {self.max_restarts} allowed, "
+                      "--max_node_restarts)")
+            self.start(self._commands[name])
+            return
+        if returncode > 0:
+            reason = "it failed"
+        elif group_of(name) in RESTARTED_GROUPS:
+            reason = (f"it was restarted {self.restarts[name]} time(s) already, as many as "
+                      "--max_node_restarts allows")
+        else:
+            reason = f"a {group_of(name)} node is not restarted"
+        self.deaths.append((name, time.time(), how, "stopped the run"))
+        (self.exit_failures if returncode > 0 else self.failures).append(f"{name} {how}")
+        self._say(f"error: {name} {how} at {clock}; {reason}: stopping the run (the other "
+                  "nodes save their checkpoints)")
+        self._stop()
+
+    def _kill(self) -> None:
+        """Kills every node process and its children (never this process)."""
+        print("\nKilling entire runtime.", flush=True)
+        for workers in self._active_workers.values():
+            for process in workers:
+                try:
+                    tree = psutil.Process(process.pid)
+                    victims = tree.children(recursive=True) + [tree]
+                except psutil.NoSuchProcess:
+                    continue
+                for victim in victims:
+                    try:
+                        victim.send_signal(signal.SIGKILL)
+                    except psutil.NoSuchProcess:
+                        pass
+
+    def wait(self, *args, **kwargs) -> None:  # pylint: disable=signature-differs
+        """Waits until every node has ended (and their output has been written)."""
+        super().wait(*args, **kwargs)
+        for output in self._output:
+            try:
+                output.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                output.kill()
+
+
+class PatientCtrlC:
+    """Ctrl-C handling for a launcher's Launchpad worker manager, in place of Launchpad's (whose
+    second Ctrl-C kills every node at once, mid-checkpoint): the first stops the program, the
+    second only says that the nodes are still saving, the third kills them (`killed`)."""
+
+    def __init__(self, manager: worker_manager.WorkerManager,
+                 say: Optional[Callable[[str], None]] = None):
+        self.killed = False
+        self._manager = manager
+        self._say = say or _say
+        self._presses = 0
+        # pylint: disable=protected-access
+        worker_manager._remove_signal_handler(signal.SIGINT, manager._stop_by_user)
+        worker_manager._register_signal_handler(signal.SIGINT, self._first)
+
+    def _first(self) -> None:
+        self._presses = 1
+        # Launchpad's dispatcher forgets its SIGINT handlers once it has called them.
+        signal.signal(signal.SIGINT, self._again)
+        notice_s = max(self._manager._termination_notice_secs, 0)  # pylint: disable=protected-access
+        self._say(f"Stopping (Ctrl-C): the nodes save their checkpoints, for up to {notice_s} s."
+                  " Press Ctrl-C twice more to kill them now (what they have not saved is "
+                  "lost).")
+        self._manager._stop()  # pylint: disable=protected-access
+
+    def _again(self, signal_number: int, frame: object) -> None:
+        del signal_number, frame
+        self._presses += 1
+        if self._presses == 2:
+            self._say("Still stopping: the nodes are saving their checkpoints, then the summary "
+                      "is written. Press Ctrl-C once more to kill them now (what they have not "
+                      "saved is lost).")
+        elif not self.killed:
+            self.killed = True
+            self._say("Killing the nodes (third Ctrl-C): what they had not saved is lost.")
+            self._manager._kill()  # pylint: disable=protected-access
+
+
+def _say(text: str) -> None:
+    """Prints `text` on the terminal's stderr and, when the output is captured, in the log."""
+    console.report_error(text)
+    if console.is_quiet():
+        print(text, flush=True)
+
+
+def launch(program: lp.Program, max_restarts: int = DEFAULT_MAX_RESTARTS) -> NodeSupervisor:
+    """Starts every node of `program` in its own process, watched by the `NodeSupervisor` it
+    returns (call its `wait()`)."""
+    supervisor = NodeSupervisor(max_restarts)
+    for node in node_commands(program):
+        supervisor.start(node)
+    sys.stdout.flush()
+    return supervisor
