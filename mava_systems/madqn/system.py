@@ -12,7 +12,8 @@ from mava_systems.components.exploration import default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule
-from mava_systems.madqn.networks import QNetworkFactory, make_mlp_q_network
+from mava_systems.madqn.networks import (QNetworkFactory, make_mlp_q_network,
+                                         make_recurrent_q_network)
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
 from wrappers.agent_ids import WithAgentIDs
@@ -93,7 +94,12 @@ class MADQN(DistributedSystem):
         return default_schedules(num_executors)
 
     def make_default_network_factory(self) -> QNetworkFactory:
-        """The network factory when none is given: an MLP Q-network with `config.hidden_sizes`."""
+        """The network factory when none is given: an MLP Q-network with `config.hidden_sizes`,
+        or with `config.recurrent` the reference recurrent agent (`RecurrentQNetwork`: the
+        `hidden_sizes` input layers, a GRU of `rnn_hidden_size` units, a Q head)."""
+        if self.config.recurrent:
+            return functools.partial(make_recurrent_q_network, input_sizes=self.config.hidden_sizes,
+                                     gru_size=self.config.rnn_hidden_size)
         return functools.partial(make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
 
     def make_builder(self, agent_networks: Dict[str, str],
