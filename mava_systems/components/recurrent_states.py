@@ -28,11 +28,16 @@ class RecurrentStates:
                         for key, state in self._initial().items()}
 
     def advance(self, new_states: Mapping[str, Any], present: Mapping[str, np.ndarray]) -> None:
-        """Takes `new_states` for the rows whose `present` ([agents] 0/1) is set, per network."""
+        """Takes `new_states` for the rows whose `present` ([agents] 0/1) is set, per network.
+
+        `current` becomes a new dict: one taken earlier (e.g. by replay) keeps its states.
+        """
+        current = dict(self.current)
         for key, state in new_states.items():
             keep = np.asarray(present[key]).reshape(-1) > 0
-            self.current[key] = tree.map_structure(
+            current[key] = tree.map_structure(
                 lambda new, old, keep=keep: np.where(
                     keep.reshape((-1,) + (1,) * (np.ndim(old) - 1)),
                     np.asarray(new, np.float32), old),
-                state, self.current[key])
+                state, current[key])
+        self.current = current

@@ -57,12 +57,13 @@ class MADQNBuilder:
     def make_networks(self) -> MADQNNetworks:
         """Online and target Q-networks (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory,
-                             recurrent=self.config.recurrent)
+                             recurrent=self.recurrent)
 
     @property
     def recurrent(self) -> bool:
-        """Whether the agents are recurrent: replay holds sequences, not n-step transitions."""
-        return self.config.recurrent
+        """Whether the agents are recurrent: replay holds sequences, not n-step transitions
+        (never for a subclass whose config has no `recurrent` switch)."""
+        return bool(getattr(self.config, "recurrent", False))
 
     def sequence_extras_spec(self) -> Dict[str, Any]:
         """What each stored step's extras hold with recurrent agents (written with its
