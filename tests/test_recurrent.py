@@ -20,6 +20,7 @@ import tensorflow as tf
 import tree
 
 from mava_systems import madqn, mappo, qmix, vdn
+from mava_systems.mappo.networks import mlp_network_factory
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.sequence_adder import STEP_MASK
@@ -287,3 +288,60 @@ def test_stored_state_unrolls_give_the_executors_q_values_and_padding_is_masked(
         madqn.RecurrentMADQNTrainer.network_loss(trainer, "agent", data)[0]
         for data in (steps, garbage))]
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+
+
+LINE_WORLD = "debug/line_world_v0"
+
+
+@pytest.mark.parametrize("overrides,match", [
+    (dict(rnn_hidden_size=0), r"rnn_hidden_size=0 is out of range"),
+    (dict(sequence_length=5, burn_in_length=4), r"sequence_length \(5\) must be at least "
+                                                r"burn_in_length \+ 2 \(6\)"),
+    (dict(recurrent=True, sequence_length=8, burn_in_length=2, n_step=6),
+     r"n_step \(6\) must be below sequence_length - burn_in_length \(6\)"),
+])
+def test_bad_recurrent_settings_fail_in_the_config(overrides, match):
+    for config_class in (madqn.MADQNConfig, vdn.VDNConfig, qmix.QMIXConfig):
+        with pytest.raises(ValueError, match=match):
+            config_class(**overrides)
+
+
+def test_a_network_that_does_not_fit_the_recurrent_switch_fails_before_any_process(tmp_path):
+    factory = wrappers.make_environment_factory(LINE_WORLD)
+    with pytest.raises(ValueError, match=r"recurrent core .*set the config's recurrent=True"):
+        qmix.QMIX(factory, network_factory=user_gru_core, run_dir=str(tmp_path / "a"))
+    with pytest.raises(ValueError, match=r"recurrent=True, but network 'agent' \(MLPQNetwork\) "
+                                         r"is not a recurrent core"):
+        madqn.MADQN(factory, network_factory=madqn.make_mlp_q_network,
+                    config=madqn.MADQNConfig(recurrent=True), run_dir=str(tmp_path / "b"))
+
+    def recurrent_policy(observation_spec, action_spec, critic_input_spec):
+        _, critic = mlp_network_factory((8,), 0.0)(observation_spec, action_spec,
+                                                   critic_input_spec)
+        return user_gru_core(observation_spec, action_spec), critic
+
+    with pytest.raises(ValueError, match=r"MAPPO cannot train recurrent networks, but network "
+                                         r"'agent''s policy is a recurrent core \(DeepRNN"):
+        mappo.MAPPO(factory, network_factory=recurrent_policy, run_dir=str(tmp_path / "c"))
+    assert not os.listdir(tmp_path)  # Nothing written anywhere.
+
+
+def test_run_json_records_the_recurrent_shapes_and_a_feedforward_config_cannot_resume(tmp_path):
+    factory = wrappers.make_environment_factory(LINE_WORLD)
+    run_dir = str(tmp_path / "run")
+    recurrent = qmix.QMIX(factory, config=qmix.QMIXConfig(recurrent=True, rnn_hidden_size=24),
+                          run_dir=run_dir)
+    recurrent.prepare_run_dir()
+    with open(os.path.join(run_dir, "run.json")) as file:
+        saved = json.load(file)
+    # The GRU's variables: inputs and state to 3 x 24 gates.
+    assert [64, 72] in saved["network_variables"]["agent"]
+    assert [24, 72] in saved["network_variables"]["agent"]
+    assert "core_state" in saved["replay_items"]["priority_table"]
+    feedforward = qmix.QMIX(factory, config=qmix.QMIXConfig(), run_dir=run_dir)
+    with pytest.raises(ValueError, match=r"holds a run that this configuration cannot continue "
+                                         r"\(.*network_variables"):
+        feedforward.prepare_run_dir()
+    # The recurrent configuration still resumes it.
+    qmix.QMIX(factory, config=qmix.QMIXConfig(recurrent=True, rnn_hidden_size=24),
+              run_dir=run_dir).prepare_run_dir()

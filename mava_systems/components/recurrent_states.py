@@ -3,6 +3,7 @@
 from typing import Any, Callable, Dict, Mapping
 
 import numpy as np
+import sonnet as snt
 import tree
 
 
@@ -41,3 +42,19 @@ class RecurrentStates:
                     np.asarray(new, np.float32), old),
                 state, current[key])
         self.current = current
+
+
+def is_recurrent(network: Any) -> bool:
+    """Whether `network` is a recurrent core (`snt.RNNCore`: called with a state)."""
+    return isinstance(network, snt.RNNCore)
+
+
+def refuse_recurrent(system: str, key: str, **networks: Any) -> None:
+    """Raises ValueError if one of `networks` (by role, e.g. policy=..., critic=...) of network
+    `key` is recurrent: `system` trains feedforward networks only."""
+    for role, network in networks.items():
+        if is_recurrent(network):
+            raise ValueError(
+                f"{system} cannot train recurrent networks, but network {key!r}'s {role} is a "
+                f"recurrent core ({type(network).__name__}, an snt.RNNCore); recurrent agents are "
+                "available in MADQN, VDN and QMIX (their config's recurrent=True)")

@@ -75,8 +75,9 @@ class MADQNBuilder:
                           lambda part: specs.Array(tuple(part.shape), np.float32),
                           networks.q_networks[key].initial_state(len(agents)))
                       for key, agents in self.stacker.agents_by_network.items()}
-        return {**self.replay_environment_extras_spec(), "core_state": core_state,
-                STEP_MASK: specs.Array((), np.float32)}
+        extras = {**self.replay_environment_extras_spec(), "core_state": core_state,
+                  STEP_MASK: specs.Array((), np.float32)}
+        return dict(sorted(extras.items()))  # One order, whatever the nest functions do.
 
     def sequence_signature(self) -> Any:
         """The replay item with recurrent agents: `config.sequence_length` steps of every

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin, numpy_twin,
                                                     register_numpy_twin, sequential_twin)
+from mava_systems.components.recurrent_states import is_recurrent
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
 # network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions],
@@ -92,11 +93,6 @@ def make_recurrent_q_network(observation_spec: specs.Array, action_spec: specs.D
     """The default recurrent Q-network: a `RecurrentQNetwork` with one output per action."""
     del observation_spec
     return RecurrentQNetwork(input_sizes, gru_size, action_spec.num_values)
-
-
-def is_recurrent(network: Any) -> bool:
-    """Whether `network` is a recurrent core (called with a state, with `initial_state`)."""
-    return isinstance(network, snt.RNNCore)
 
 
 @dataclasses.dataclass

@@ -113,6 +113,14 @@ class MADQN(DistributedSystem):
         return {**super().description(),
                 "exploration_schedules": [repr(schedule) for schedule in self.exploration_schedules]}
 
+    def replay_item_description(self, table: Any) -> str:
+        """What `table`'s items hold (see `DistributedSystem`); with recurrent agents, the repr of
+        the builder's sequence signature: the table's own, read back from Reverb, lists the
+        extras in no fixed order."""
+        if self.builder.recurrent:
+            return repr(self.builder.sequence_signature())
+        return super().replay_item_description(table)
+
     def run_config(self) -> Dict[str, Any]:
         """The launch settings, with the environment's name and arguments and the schedules."""
         settings = super().run_config()
