@@ -295,13 +295,17 @@ class RecurrentMADQNExecutor(MADQNExecutor):
     def observe_first(self, timestep: dm_env.TimeStep,
                       extras: Optional[Mapping[str, Any]] = None) -> None:
         """Starts an episode: every agent's state reset, the first observation in replay."""
+        self._start_episode(timestep)
+        if self._adder is not None:
+            self._adder.add_first(self._stack_timestep(timestep), self._step_extras(extras))
+
+    def _start_episode(self, timestep: dm_env.TimeStep) -> None:
+        """Resets every state (`timestep` must be an episode's first) and refreshes the weights."""
         if not timestep.first():
             raise ValueError("observe_first needs an episode's first timestep (StepType.FIRST), "
                              f"got step type {timestep.step_type}")
         self.states.reset()
         self._sync_numpy_weights(new_episode=True)
-        if self._adder is not None:
-            self._adder.add_first(self._stack_timestep(timestep), self._step_extras(extras))
 
     def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep,
                 extras: Optional[Mapping[str, Any]] = None) -> None:
