@@ -50,7 +50,9 @@ class MADQN(DistributedSystem):
           environment_factory: `factory(evaluation=False, seed=None)` returning a
             `wrappers.MultiAgentEnvironment` (see `wrappers.make_environment_factory`).
           network_factory: `factory(observation_spec, action_spec)` returning a
-            Q-network; defaults to an MLP with `config.hidden_sizes`.
+            Q-network; defaults to an MLP with `config.hidden_sizes`. With
+            `config.recurrent`, an `snt.RNNCore` (e.g. an `snt.DeepRNN` holding a
+            GRU); defaults to `RecurrentQNetwork` (input layers, GRU, Q head).
           num_executors: executor nodes (at least 1).
           num_caches: variable caches between trainer and executors (0: none).
           max_executor_steps: stop the program after this many executor steps.
