@@ -346,11 +346,11 @@ class SequenceLearning:
         burn_in = self._burn_in_length
         observations = observation_to_input(observations)
         if not burn_in:
-            return snt.static_unroll(network, observations, state)[0]
-        burnt_in, state = snt.static_unroll(network, observations[:burn_in], state)
+            return snt.dynamic_unroll(network, observations, state)[0]
+        burnt_in, state = snt.dynamic_unroll(network, observations[:burn_in], state)
         state = tree.map_structure(
             lambda part: tf.where(starts_episode[:, None], part, tf.stop_gradient(part)), state)
-        rest, _ = snt.static_unroll(network, observations[burn_in:], state)
+        rest, _ = snt.dynamic_unroll(network, observations[burn_in:], state)
         return tf.concat([burnt_in, rest], axis=0)
 
     def sequence_q_values(self, key: str, steps: Any) -> SequenceQValues:
