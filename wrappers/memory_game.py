@@ -21,13 +21,15 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
+from wrappers.debug_envs import AgentSpaces
+
 
 def chance_return(n_agents: int = 2, n_cues: int = 2) -> float:
     """The expected return of agents that act without remembering their cue."""
     return n_agents / n_cues ** n_agents
 
 
-class MemoryGameEnv(ParallelEnv):
+class MemoryGameEnv(AgentSpaces, ParallelEnv):
     """The memory task of the module docstring, as a PettingZoo parallel environment.
 
     Each agent's observation (float32, shape (n_cues + delay + 1,)) is the one-hot
@@ -58,14 +60,6 @@ class MemoryGameEnv(ParallelEnv):
         self._rng: Optional[np.random.Generator] = None
         self._cues = np.zeros(n_agents, np.int64)
         self._step = 0
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        """The observation space of `agent`."""
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Discrete:
-        """The action space of `agent`."""
-        return self.action_spaces[agent]
 
     def reset(self, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
               ) -> Tuple[Dict[str, np.ndarray], Dict[str, Dict]]:
