@@ -76,6 +76,7 @@ FAMILY_CASES = {
     "Classic": ("classic/tictactoe_v3", {}),
     "Gymnasium": ("gymnasium/CartPole-v1", {"max_episode_steps": 8}),
     "Debug": ("debug/line_world_v0", {"max_cycles": 4}),
+    "Memory": ("debug/memory_v0", {"delay": 3}),
 }
 for _label, (_name, _kwargs) in FAMILY_CASES.items():
     globals()[f"{_label}ConformanceTest"] = type(
