@@ -24,6 +24,7 @@ from mava_systems.mappo.networks import mlp_network_factory
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.sequence_adder import STEP_MASK
+from mava_systems.components.sequences import n_step_targets
 import wrappers
 from wrappers.memory_game import chance_return
 from test_value_decomposition_training import replay_of_uniform_play
@@ -345,3 +346,24 @@ def test_run_json_records_the_recurrent_shapes_and_a_feedforward_config_cannot_r
     # The recurrent configuration still resumes it.
     qmix.QMIX(factory, config=qmix.QMIXConfig(recurrent=True, rnn_hidden_size=24),
               run_dir=run_dir).prepare_run_dir()
+
+
+def test_n_step_targets_stop_at_the_final_observation_and_the_sequence_end():
+    # One column, 6 steps: actions at steps 0-3, step 4 is the episode's final observation
+    # (mask 0; its bootstrap value counts only through a discount of 1, a time limit), step 5
+    # padding.
+    rewards = tf.constant([[1.0], [2.0], [3.0], [4.0], [0.0], [0.0]])
+    values = tf.constant([[10.0], [20.0], [30.0], [40.0], [50.0], [99.0]])
+    mask = tf.constant([[1.0], [1.0], [1.0], [1.0], [0.0], [0.0]])
+    g = 0.5
+    truncated = tf.constant([[1.0], [1.0], [1.0], [1.0], [0.0], [0.0]])
+    targets = n_step_targets(rewards, truncated, values, mask, n_step=2, discount=g).numpy()[:, 0]
+    np.testing.assert_allclose(targets[:4], [1 + g * 2 + g * g * 30, 2 + g * 3 + g * g * 40,
+                                             3 + g * 4 + g * g * 50, 4 + g * 50])
+    terminated = tf.constant([[1.0], [1.0], [1.0], [0.0], [0.0], [0.0]])
+    targets = n_step_targets(rewards, terminated, values, mask, n_step=2, discount=g).numpy()[:, 0]
+    np.testing.assert_allclose(targets[2:4], [3 + g * 4, 4])
+    # Without an episode end, the sequence's last step is the furthest a target reaches.
+    targets = n_step_targets(rewards, tf.ones_like(mask), values, tf.ones_like(mask), n_step=3,
+                             discount=g).numpy()[:, 0]
+    np.testing.assert_allclose(targets[3:], [4 + g * 0 + g * g * 99, 0 + g * 99])
