@@ -194,7 +194,7 @@ def best_fixed_return(cues, n_agents=2):
 def test_recurrent_agents_solve_the_memory_task_and_feedforward_ones_cannot(
         tmp_path, system_class, config_class):
     results = {}
-    for recurrent, trainer_steps in ((True, 300), (False, 150)):
+    for recurrent, trainer_steps in ((True, 200), (False, 100)):
         system = memory_system(system_class, config_class, str(tmp_path / str(recurrent)),
                                recurrent)
         builder = system.builder
