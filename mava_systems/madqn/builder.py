@@ -39,8 +39,10 @@ class MADQNBuilder:
 
     # The trainer `make_trainer` makes: a subclass changes the loss without copying the method.
     trainer_class = MADQNTrainer
-    # The trainer with `config.recurrent`: the same loss on stored sequences.
+    # The trainer and executor with `config.recurrent`: the same loss on stored sequences, and
+    # acting that carries every agent's state through its episodes.
     recurrent_trainer_class = RecurrentMADQNTrainer
+    recurrent_executor_class = RecurrentMADQNExecutor
     # Whether replay items carry the environment's extras (its global state) at both ends
     # (see `replay_environment_extras_spec`); MADQN's independent learners do not use them.
     stores_environment_extras = False
@@ -241,7 +243,7 @@ class MADQNBuilder:
                       seed: int = 0) -> MADQNExecutor:
         """An epsilon-greedy executor following `exploration_schedule` (carrying every agent's
         recurrent state through its episodes with recurrent agents)."""
-        executor_class = RecurrentMADQNExecutor if self.recurrent else MADQNExecutor
+        executor_class = self.recurrent_executor_class if self.recurrent else MADQNExecutor
         return executor_class(networks, exploration_schedule, adder, variable_client, seed)
 
     def make_evaluation_executor(self, networks: MADQNNetworks,
