@@ -15,6 +15,9 @@ Every variant plays whole episodes (reset included) in one thread:
                    e.g. mappo, maddpg, mad4pg), each writing to its own replay server (QMIX's
                    items also carry the global state; MADDPG and MAD4PG run on simple_spread
                    with continuous actions)
+  executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
+                   MADQN, VDN or QMIX (`--recurrent`, config recurrent=True: the reference GRU
+                   agent), as a ratio of the same system's feedforward row
 
 Each is reported as a ratio of bare_env; the systems' rows also as a ratio of (d), MADQN's.
 """
@@ -38,6 +41,7 @@ VARIANTS = {
     "executor_replay_logging": "    (d) + node logger (CSV, TensorBoard)",
 }
 SYSTEM_VARIANT = "executor_replay_{}"
+RECURRENT_VARIANT = "executor_replay_recurrent_{}"
 DIAGNOSTIC = ("loop_random", "executor_replay_logging")
 
 
@@ -108,6 +112,9 @@ def main() -> None:
                         help="registered systems whose executor with replay is timed beside "
                              "MADQN's (comma-separated, e.g. vdn,qmix,mappo,maddpg; empty: "
                              "none)")
+    parser.add_argument("--recurrent", default="madqn,qmix",
+                        help="systems (of madqn, vdn, qmix) whose recurrent executor with "
+                             "replay is timed too (comma-separated; empty: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -125,6 +132,9 @@ def main() -> None:
     other_systems = {name: common.local_madqn("executor", name, seed=args.seed)
                      for name in common.system_names(args.systems)}
 
+    recurrent_systems = {name: common.local_madqn("executor", name, seed=args.seed, recurrent=True)
+                         for name in common.system_names(args.recurrent)}
+
     acting: Dict[str, str] = {}  # Per system, how its executor acts (NumPy or TensorFlow).
 
     def make_executor_loop(with_replay: bool, with_logging: bool = False,
@@ -133,7 +143,8 @@ def main() -> None:
         executor = builder.make_executor(
             builder.make_networks(), ConstantEpsilon(args.epsilon),
             adder=builder.make_adder(client) if with_replay else None, seed=args.seed)
-        acting[system.system_name] = ("NumPy" if getattr(executor, "acts_in_numpy", False)
+        acting[system.system_name + (" recurrent" if getattr(
+            system.config, "recurrent", False) else "")] = ("NumPy" if getattr(executor, "acts_in_numpy", False)
                                       else "TensorFlow")
         # The system's own factory: it may add agent IDs to the observations (MAPPO's does).
         environment = system.environment_factory(evaluation=False, seed=args.seed)
@@ -157,6 +168,9 @@ def main() -> None:
     for name, (other, _, other_client) in other_systems.items():
         variants[SYSTEM_VARIANT.format(name)] = make_executor_loop(
             with_replay=True, system=other, client=other_client)
+    for name, (other, _, other_client) in recurrent_systems.items():
+        variants[RECURRENT_VARIANT.format(name)] = make_executor_loop(
+            with_replay=True, system=other, client=other_client)
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -170,13 +184,16 @@ def main() -> None:
     finally:
         variants.clear()
         gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
-        common.stop_local([(system, server, client), *other_systems.values()])
+        common.stop_local([(system, server, client), *other_systems.values(),
+                           *recurrent_systems.values()])
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]
     labels = {**VARIANTS, **{SYSTEM_VARIANT.format(name): f"(d) with {name.upper()}'s executor"
                              f" ({acting[other_systems[name][0].system_name]} acting)"
-                             for name in other_systems}}
+                             for name in other_systems},
+              **{RECURRENT_VARIANT.format(name): f"(d) with {name.upper()}'s recurrent executor"
+                 f" ({acting[name + ' recurrent']} acting)" for name in recurrent_systems}}
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
@@ -194,6 +211,14 @@ def main() -> None:
         print(f"Target: {name.upper()} executor with replay within 10% of MADQN's: "
               f"{'met' if system_ratio and system_ratio >= 0.9 else 'NOT met'} "
               f"({common.fmt(system_ratio, 3)} of MADQN's)")
+
+    for name in recurrent_systems:
+        feedforward = "executor_replay" if name == "madqn" else SYSTEM_VARIANT.format(name)
+        recurrent_ratio = common.ratio(medians[RECURRENT_VARIANT.format(name)],
+                                       medians.get(feedforward))
+        print(f"Target: {name.upper()} recurrent executor with replay within 70% of its "
+              f"feedforward one: {'met' if recurrent_ratio and recurrent_ratio >= 0.7 else 'NOT met'}"
+              f" ({common.fmt(recurrent_ratio, 3)})")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

@@ -21,6 +21,9 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
                    (MADDPG and MAD4PG on simple_spread with continuous actions); also as a
                    ratio of MADQN's trainer
   bare_step_<system>  (diagnostic) that system's bare step, as bare_step
+  trainer_recurrent_<system>  with `--recurrent` (e.g. madqn,qmix): that system's trainer with
+                   config recurrent=True (the reference GRU agent on stored sequences), at its
+                   default batch of `sequence_batch_size` sequences; with its bare step too
 
 A second table says what one step of each system's trainer is, and the
 minibatch updates (gradient steps) and environment steps sampled per second
@@ -53,6 +56,7 @@ VARIANTS = {
 DIAGNOSTIC = ("trainer_logging", "dataset")
 SYSTEM_VARIANT = "trainer_{}"
 SYSTEM_BARE_VARIANT = "bare_step_{}"
+RECURRENT_NAME = "recurrent_{}"
 # Systems with a trainer target against MADQN's (issue 12: at least 70% of its steps/s).
 RATIO_TARGET_SYSTEMS = ("vdn", "qmix")
 
@@ -70,6 +74,9 @@ def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
     loop = EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed), executor)
     # Enough items for a batch too: a queue's items are sequences of many steps.
     items = max(getattr(system.config, "min_replay_size", 0), system.config.batch_size)
+    if is_recurrent(system.config):  # Replay sizes count steps, held in sequences.
+        items = max(builder.replay_size_in_items(system.config.min_replay_size),
+                    builder.batch_size)
     played = 0
     while played < steps or replay_size(client) < items:
         played += loop.run_episode()["episode_length"]
@@ -83,12 +90,17 @@ def replay_size(client: Any) -> int:
     return sum(info.current_size for info in client.server_info().values())
 
 
+def is_recurrent(config: Any) -> bool:
+    """Whether a MADQN-family config has its recurrent switch on (it trains on sequences)."""
+    return bool(getattr(config, "recurrent", False))
+
+
 def system_config_kwargs(system_name: str, config_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Those of the benchmark's config arguments that system `system_name`'s config has;
-    systems training on sequences keep their own batch size (of sequences)."""
+    systems training only on sequences (MAPPO's) keep their own batch size (of sequences)."""
     fields = common.config_fields(system_name)
     kwargs = {name: value for name, value in config_kwargs.items() if name in fields}
-    if "sequence_length" in fields:
+    if "sequence_length" in fields and "recurrent" not in fields:
         kwargs.pop("batch_size", None)
     return kwargs
 
@@ -104,7 +116,11 @@ def step_work(config: Any) -> Tuple[int, int, str]:
         return updates, batch_size * steps, (
             f"{config.num_epochs} epochs x {config.num_minibatches} minibatches of "
             f"{batch_size // config.num_minibatches} sequences of {steps} steps (+1 bootstrap)")
-    if hasattr(config, "sequence_length"):
+    if is_recurrent(config):
+        batch, steps = config.sequence_batch_size, config.sequence_length - 1
+        return 1, batch * steps, (f"1 update on {batch} sequences of {steps} steps (the first "
+                                  f"{config.burn_in_length} a burn-in unless an episode starts)")
+    if hasattr(config, "sequence_length") and not hasattr(config, "recurrent"):
         steps = config.sequence_length - 1
         return 1, batch_size * steps, f"1 update on {batch_size} sequences of {steps} steps"
     return 1, batch_size, f"1 update on {batch_size} {config.n_step}-step transitions"
@@ -164,6 +180,9 @@ def main() -> None:
     parser.add_argument("--systems", default="vdn,qmix",
                         help="registered systems whose trainer is timed beside MADQN's "
                              "(comma-separated, e.g. vdn,qmix,mappo,maddpg,mad4pg; empty: none)")
+    parser.add_argument("--recurrent", default="",
+                        help="systems (of madqn, vdn, qmix) whose recurrent trainer is timed "
+                             "too, at its default batch of sequences (comma-separated)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -179,6 +198,11 @@ def main() -> None:
     other_systems = {name: common.local_madqn("trainer", name, keep_items=True,
                                               **system_config_kwargs(name, config_kwargs))
                      for name in common.system_names(args.systems)}
+    for name in common.system_names(args.recurrent):
+        kwargs = system_config_kwargs(name, config_kwargs)
+        kwargs.pop("batch_size", None)  # Its own batch: `sequence_batch_size` sequences.
+        other_systems[RECURRENT_NAME.format(name)] = common.local_madqn(
+            "trainer", name, recurrent=True, **kwargs)
     state: Dict[str, Any] = {}
     try:
         # Fill replay with a random executor.

@@ -140,3 +140,22 @@ def random_policy_return(env_name, episodes=50, seed=0):
             timestep = environment.step({agent: action})
             total += float(timestep.reward[agent])
     return total / episodes
+
+
+def check_resumed_part(output, run_dir, status, limit, trainer_rows_before, episode_length=10,
+                       num_executors=2):
+    """The resumed part of a killed run (`output`) started from the saved trainer step and
+    executor count (`status`), restored the trainer and stopped at `limit`; its trainer count
+    continues from the saved one (rows from `trainer_rows_before` on)."""
+    saved_steps = int(status.counts["executor_steps"])
+    assert f"from trainer step {status.trainer_steps} " in output, output[:2000]
+    assert f"executor_steps={saved_steps}" in output
+    assert "trainer: restored from checkpoint" in output
+    reached, logged_limit = stop_count(output)
+    assert logged_limit == limit and reached >= limit
+    # Each executor stops within one episode of the limit; a run whose count restarted would
+    # stop at `limit` steps of its own, far more.
+    assert (limit <= int(run_directory.read_status(run_dir).counts["executor_steps"])
+            <= limit - 1 + num_executors * episode_length)
+    resumed_rows = read_csv(run_dir, "trainer")[trainer_rows_before:]
+    assert_trainer_count_continues(run_dir, resumed_rows[0], status.trainer_steps)

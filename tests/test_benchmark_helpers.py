@@ -36,6 +36,9 @@ def test_step_work_counts_ppo_epochs_and_minibatches_and_sequence_steps():
     assert (updates, samples) == (8, 16 * 20)
     assert "4 epochs x 2 minibatches of 8 sequences of 20 steps" in text
     assert trainer.step_work(MADQNConfig(batch_size=128, n_step=3))[:2] == (1, 128)
+    updates, samples, text = trainer.step_work(MADQNConfig(recurrent=True, sequence_batch_size=8,
+                                                           sequence_length=11))
+    assert (updates, samples) == (1, 8 * 10) and "8 sequences of 10 steps" in text
 
 
 def test_system_rows_give_rates_per_update_and_sample_and_ratios_to_madqn():

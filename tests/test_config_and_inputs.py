@@ -55,6 +55,8 @@ def with_value(name, value):
     kwargs = {name: value}
     if name == "max_replay_size":
         kwargs["min_replay_size"] = 1
+    if name == "sequence_length":
+        kwargs["burn_in_length"] = 0
     return kwargs
 
 

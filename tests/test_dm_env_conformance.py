@@ -80,6 +80,7 @@ FAMILY_CASES = {
     "LBF": ("lbf/Foraging-8x8-2p-2f-coop-v3", {"max_episode_steps": 8}),
     "LBFPartiallyObservable": ("lbf/Foraging-2s-8x8-2p-2f-coop-v3", {"max_episode_steps": 8}),
     "RWARE": ("rware/rware-tiny-2ag-v2", {"max_steps": 8}),
+    "Memory": ("debug/memory_v0", {"delay": 3}),
 }
 for _label, (_name, _kwargs) in FAMILY_CASES.items():
     globals()[f"{_label}ConformanceTest"] = type(

@@ -30,7 +30,7 @@ def test_available_environments_lists_the_families() -> None:
     assert {"pursuit_v5", "multiwalker_v9"} <= set(available["sisl"])
     assert {"cooperative_pong_v6", "knights_archers_zombies_v11", "pistonball_v6"} <= set(available["butterfly"])
     assert {"tictactoe_v3", "connect_four_v3", "rps_v2"} <= set(available["classic"])
-    assert available["debug"] == ["line_world_v0", "two_step_v0", "reach_v0"]
+    assert available["debug"] == ["line_world_v0", "two_step_v0", "reach_v0", "memory_v0"]
     assert {"CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"} <= set(available["gymnasium"])
     available["mpe"].clear()  # a copy: the registry is unaffected
     assert available_environments()["mpe"]

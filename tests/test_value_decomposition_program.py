@@ -119,17 +119,7 @@ def test_a_killed_qmix_run_resumes_its_counts_mixer_and_optimizer(tmp_path):
     # The second part runs 300 executor steps past the saved count.
     limit = saved_steps + 300
     second = program_helpers.run_example(script, run_dir, *flags, f"--max_executor_steps={limit}")
-    assert f"from trainer step {status.trainer_steps} " in second, second[:2000]
-    assert f"executor_steps={saved_steps}" in second
-    assert "trainer: restored from checkpoint" in second
-    reached, logged_limit = stop_count(second)
-    assert logged_limit == limit and reached >= limit
-    # Each executor stops within one 10-step episode of the limit; a run whose count restarted
-    # would stop at `limit` steps of its own, far more than 300.
-    assert limit <= int(read_status(run_dir).counts["executor_steps"]) <= limit - 1 + 2 * 10
-    # The trainer's count continues from the saved one.
-    resumed_rows = read_csv(run_dir, "trainer")[trainer_rows_before:]
-    program_helpers.assert_trainer_count_continues(run_dir, resumed_rows[0], status.trainer_steps)
+    program_helpers.check_resumed_part(second, run_dir, status, limit, trainer_rows_before)
 
     # The mixer, its target and the joint optimizer continue from the saved ones: the optimizer
     # has counted every step of both parts, and the mixer moved on from the saved weights.

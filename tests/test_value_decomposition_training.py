@@ -43,15 +43,16 @@ def two_step_system(system_class, config_class, run_dir, seed=0):
 
 
 @contextlib.contextmanager
-def replay_of_uniform_play(system, episodes=300, seed=0):
-    """A local replay server filled with `episodes` of uniformly random play; yields its client."""
+def replay_of_uniform_play(system, episodes=300, seed=0, networks=None):
+    """A local replay server filled with `episodes` of uniformly random play (by an executor of
+    `networks`, default new ones); yields its client."""
     builder = system.builder
     server = reverb.Server(system.replay())
     client = reverb.Client(f"localhost:{server.port}")
     adder = builder.make_adder(client)
     try:
-        explorer = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0), adder=adder,
-                                         seed=seed)
+        explorer = builder.make_executor(networks or builder.make_networks(), ConstantEpsilon(1.0),
+                                         adder=adder, seed=seed)
         loop = EnvironmentLoop(system.environment_factory(seed=seed), explorer,
                                stop_event=threading.Event())
         for _ in range(episodes):

@@ -9,7 +9,23 @@ from pettingzoo.utils.env import ParallelEnv
 LEFT, STAY, RIGHT = 0, 1, 2
 
 
-class LineWorldEnv(ParallelEnv):
+class AgentSpaces:
+    """PettingZoo's per-agent space methods, read from `observation_spaces` and `action_spaces`
+    (dicts by agent) for the debug environments."""
+
+    observation_spaces: Dict[str, spaces.Space]
+    action_spaces: Dict[str, spaces.Space]
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of `agent`."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of `agent`."""
+        return self.action_spaces[agent]
+
+
+class LineWorldEnv(AgentSpaces, ParallelEnv):
     """Cooperative walk to goals on a 1-D line (`line_world_v0`).
 
     `n_agents` agents stand on cells 0..`length`-1, each with its own goal cell;
@@ -59,14 +75,6 @@ class LineWorldEnv(ParallelEnv):
         self._cells = np.zeros(n_agents, np.int64)
         self._goals = np.zeros(n_agents, np.int64)
         self._steps = 0
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        """The observation space of `agent`."""
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        """The action space of `agent`."""
-        return self.action_spaces[agent]
 
     def reset(
         self, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None

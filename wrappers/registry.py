@@ -66,7 +66,8 @@ _FAMILIES: Dict[str, _Family] = {
     ),
     "classic": _family("pettingzoo.classic", ["tictactoe_v3", "connect_four_v3", "rps_v2"], parallel=False),
     "debug": _Family({"line_world_v0": "wrappers.debug_envs", "two_step_v0": "wrappers.two_step_game",
-                       "reach_v0": "wrappers.reach"}, parallel=True),
+                       "reach_v0": "wrappers.reach", "memory_v0": "wrappers.memory_game"},
+                      parallel=True),
 }
 
 

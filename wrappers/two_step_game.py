@@ -21,6 +21,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
+from wrappers.debug_envs import AgentSpaces
+
 FIRST, STATE_2A, STATE_2B = 0, 1, 2
 PAYOFF_2A = np.full((2, 2), 7.0, np.float32)
 PAYOFF_2B = np.array([[0.0, 1.0], [1.0, 8.0]], np.float32)
@@ -28,7 +30,7 @@ OPTIMAL_RETURN = 8.0
 ADDITIVE_RETURN = 7.0  # What an additive team value learnt from uniform play returns.
 
 
-class TwoStepGameEnv(ParallelEnv):
+class TwoStepGameEnv(AgentSpaces, ParallelEnv):
     """The two-step game (see the module docstring), as a PettingZoo parallel environment.
 
     Observations and `state()` are the one-hot of the current state (first,
@@ -49,14 +51,6 @@ class TwoStepGameEnv(ParallelEnv):
         self.action_spaces = {agent: spaces.Discrete(2) for agent in self.possible_agents}
         self.state_space = spaces.Box(0.0, 1.0, (3,), np.float32)
         self._state: Optional[int] = None
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        """The observation space of `agent`."""
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Discrete:
-        """The action space of `agent`."""
-        return self.action_spaces[agent]
 
     def reset(self, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
               ) -> Tuple[Dict[str, np.ndarray], Dict[str, Dict]]:

@@ -283,3 +283,46 @@ class NumpyNetworks(Mapping[str, NumpyLayer]):
         if stale:
             self.refresh()
         return stale
+
+
+def _sigmoid(inputs: np.ndarray) -> np.ndarray:
+    # The tanh form stays finite for inputs of any size.
+    return 0.5 * (np.tanh(0.5 * inputs) + 1.0)
+
+
+class NumpyGRU(NumpyLayer):
+    """`snt.GRU` as a recurrent twin: `(inputs [B, I], state [B, H]) -> (outputs, new state)`,
+    both the new state, as Sonnet's GRU computes them."""
+
+    def __init__(self, gru: snt.GRU):
+        super().__init__()
+        self._gru = gru
+        self._size = gru._hidden_size  # pylint: disable=protected-access
+        self._w_i: Optional[np.ndarray] = None
+        self._w_h_gates: Optional[np.ndarray] = None
+        self._w_h_candidate: Optional[np.ndarray] = None
+        self._b_gates: Optional[np.ndarray] = None
+        self._b_candidate: Optional[np.ndarray] = None
+
+    def read_variables(self) -> None:
+        gates = 2 * self._size
+        w_h = self._gru.hidden_to_hidden.numpy()
+        b = self._gru.b.numpy()
+        self._w_i = self._gru.input_to_hidden.numpy()
+        self._w_h_gates, self._w_h_candidate = w_h[:, :gates], w_h[:, gates:]
+        self._b_gates, self._b_candidate = b[:gates], b[gates:]
+
+    def __call__(self, inputs: np.ndarray, state: np.ndarray = None) -> Any:
+        gates = 2 * self._size
+        from_inputs = inputs @ self._w_i
+        update, reset = np.split(
+            _sigmoid(from_inputs[:, :gates] + state @ self._w_h_gates + self._b_gates), 2, axis=1)
+        candidate = np.tanh(from_inputs[:, gates:] + (reset * state) @ self._w_h_candidate
+                            + self._b_candidate)
+        new_state = (1.0 - update) * state + update * candidate
+        return new_state, new_state
+
+
+@register_numpy_twin(snt.GRU)
+def _gru_twin(gru: snt.GRU) -> NumpyLayer:
+    return NumpyGRU(gru)

@@ -8,6 +8,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from mava_systems.components.actor_critic import ActorCriticNetworks
+from mava_systems.components.recurrent_states import refuse_recurrent
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network
 
@@ -49,6 +50,7 @@ DMPONetworks = ActorCriticNetworks
 def _build(network_factory: DMPONetworkFactory, observation_spec: specs.Array,
            action_spec: specs.BoundedArray, key: str) -> tuple:
     policy, critic = network_factory(observation_spec, action_spec)
+    refuse_recurrent("DMPO", key, policy=policy, critic=critic)
     observation = observation_to_input(
         tf.zeros((1,) + tuple(observation_spec.shape), tf.as_dtype(observation_spec.dtype)))
     action = policy(observation).sample()

@@ -7,6 +7,7 @@ from dm_env import specs
 import sonnet as snt
 import tensorflow as tf
 
+from mava_systems.components.recurrent_states import refuse_recurrent
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network
 
@@ -71,6 +72,7 @@ def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[s
             raise ValueError(
                 f"IMPALA needs discrete actions, but agent {agents[0]!r} has action spec {action_spec}")
         network = network_factory(observation_spec, action_spec)
+        refuse_recurrent("IMPALA", key, network=network)
         dummy = tf.zeros((1,) + tuple(observation_spec.shape), tf.as_dtype(observation_spec.dtype))
         logits, value = network(observation_to_input(dummy))
         if tuple(logits.shape) != (1, action_spec.num_values) or tuple(value.shape) != (1,):

@@ -10,6 +10,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from mava_systems.components.actor_critic import ActorCriticNetworks
+from mava_systems.components.recurrent_states import refuse_recurrent
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
@@ -198,6 +199,7 @@ def _build(network_factory: MADDPGNetworkFactory, observation_spec: specs.Array,
            action_spec: specs.BoundedArray, critic_input_size: int, distributional: bool,
            key: str) -> Tuple[snt.Module, snt.Module]:
     policy, critic = network_factory(observation_spec, action_spec)
+    refuse_recurrent("MADDPG", key, policy=policy, critic=critic)
     observation = tf.zeros((1,) + tuple(observation_spec.shape), tf.float32)
     action = policy(observation)
     if tuple(action.shape) != (1,) + tuple(action_spec.shape):

@@ -10,6 +10,7 @@ from dm_env import specs
 import numpy as np
 import reverb
 import tensorflow as tf
+import tree
 
 from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.exploration import ConstantEpsilon
@@ -18,14 +19,16 @@ from mava_systems.components.packing import ArrayPacker
 from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
+from mava_systems.components.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
 from mava_systems.components.stacking import AgentStacker
 from mava_systems.components.transition_adder import (NStepTransitionAdder,
                                                       transition_extras_spec)
 from mava_systems.components.variables import VersionedVariableClient
 from mava_systems.madqn.config import MADQNConfig
-from mava_systems.madqn.execution import ExplorationSchedule, MADQNExecutor
+from mava_systems.madqn.execution import (ExplorationSchedule, MADQNExecutor,
+                                          RecurrentMADQNExecutor)
 from mava_systems.madqn.networks import MADQNNetworks, QNetworkFactory, make_networks
-from mava_systems.madqn.training import MADQNTrainer
+from mava_systems.madqn.training import MADQNTrainer, RecurrentMADQNTrainer
 from mava_systems.specs import MAEnvironmentSpec
 
 REPLAY_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
@@ -38,6 +41,10 @@ class MADQNBuilder:
     # the loss or the acting without copying a method (every system's builder does the same).
     trainer_class = MADQNTrainer
     executor_class = MADQNExecutor
+    # The trainer and executor with `config.recurrent`: the same loss on stored sequences, and
+    # acting that carries every agent's state through its episodes.
+    recurrent_trainer_class = RecurrentMADQNTrainer
+    recurrent_executor_class = RecurrentMADQNExecutor
     # Whether replay items carry the environment's extras (its global state) at both ends
     # (see `replay_environment_extras_spec`); MADQN's independent learners do not use them.
     stores_environment_extras = False
@@ -53,7 +60,46 @@ class MADQNBuilder:
 
     def make_networks(self) -> MADQNNetworks:
         """Online and target Q-networks (every node builds its copy here)."""
-        return make_networks(self.environment_spec, self.agent_networks, self.network_factory)
+        return make_networks(self.environment_spec, self.agent_networks, self.network_factory,
+                             recurrent=self.recurrent)
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the agents are recurrent: replay holds sequences, not n-step transitions
+        (never for a subclass whose config has no `recurrent` switch)."""
+        return bool(getattr(self.config, "recurrent", False))
+
+    def sequence_extras_spec(self) -> Dict[str, Any]:
+        """What each stored step's extras hold with recurrent agents (written with its
+        observation, see `ObservationExtrasSequenceAdder`): every network's state the agents
+        act from there (`core_state`, agents stacked), the step mask and the environment's
+        extras if replay stores them."""
+        networks = self.make_networks()
+        core_state = {key: tree.map_structure(
+                          lambda part: specs.Array(tuple(part.shape), np.float32),
+                          networks.q_networks[key].initial_state(len(agents)))
+                      for key, agents in self.stacker.agents_by_network.items()}
+        extras = {**self.replay_environment_extras_spec(), "core_state": core_state,
+                  STEP_MASK: specs.Array((), np.float32)}
+        return dict(sorted(extras.items()))  # One order, whatever the nest functions do.
+
+    def sequence_signature(self) -> Any:
+        """The replay item with recurrent agents: `config.sequence_length` steps of every
+        network's agents stacked, with `sequence_extras_spec` extras."""
+        return reverb_adders.SequenceAdder.signature(
+            self.environment_spec.stacked(self.stacker), self.sequence_extras_spec(),
+            sequence_length=self.config.sequence_length)
+
+    def replay_size_in_items(self, steps: int) -> int:
+        """Replay items holding about `steps` steps: transitions, or sequences of
+        `steps_per_sequence` new steps each with recurrent agents."""
+        return max(1, -(-steps // self.config.steps_per_sequence)) if self.recurrent else steps
+
+    @property
+    def batch_size(self) -> int:
+        """Items per trainer step: `batch_size` transitions, or `sequence_batch_size` sequences."""
+        config = self.config
+        return config.sequence_batch_size if self.recurrent else config.batch_size
 
     def replay_environment_extras_spec(self) -> Mapping[str, Any]:
         """The environment extras replay items carry: with `stores_environment_extras`, all the
@@ -91,38 +137,48 @@ class MADQNBuilder:
         Without `samples_per_insert`, only the minimum size is enforced.
         """
         config = self.config
+        min_size = self.replay_size_in_items(config.min_replay_size)
         if config.samples_per_insert is None:
-            return reverb.rate_limiters.MinSize(config.min_replay_size)
+            return reverb.rate_limiters.MinSize(min_size)
         # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
-        error_buffer = max(config.min_replay_size * 0.1 * config.samples_per_insert,
-                           2.0 * config.batch_size)
+        error_buffer = max(min_size * 0.1 * config.samples_per_insert, 2.0 * self.batch_size)
         return reverb.rate_limiters.SampleToInsertRatio(
-            min_size_to_sample=config.min_replay_size,
+            min_size_to_sample=min_size,
             samples_per_insert=config.samples_per_insert, error_buffer=error_buffer)
 
     def make_replay_tables(self) -> List[reverb.Table]:
-        """One transition table, uniform or prioritised, rate-limited by samples per insert."""
+        """One table of transitions (sequences with recurrent agents), uniform or prioritised,
+        rate-limited by samples per insert."""
         config = self.config
         limiter = self.make_rate_limiter()
         sampler = (reverb.selectors.Prioritized(config.priority_exponent)
                    if config.prioritized_replay else reverb.selectors.Uniform())
+        signature = (self.sequence_signature() if self.recurrent
+                     else self.make_transition_packer().signature())
         return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),
-                             max_size=config.max_replay_size, rate_limiter=limiter,
-                             signature=self.make_transition_packer().signature())]
+                             max_size=self.replay_size_in_items(config.max_replay_size),
+                             rate_limiter=limiter, signature=signature)]
 
     def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
         """Batches sampled from replay, as stored (the trainer unpacks them), prefetched."""
         return ReplayIterator(functools.partial(
             make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
-            self.config.batch_size, self.config.prefetch_size,
+            self.batch_size, self.config.prefetch_size,
             self.config.dataset_parallel_calls))
 
     def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
-        """How the trainer turns a batch of stored replay items into its nest (None: as stored)."""
-        return self.make_transition_packer().unpack
+        """How the trainer turns a batch of stored replay items into its nest (None: as stored,
+        as sequences are)."""
+        return None if self.recurrent else self.make_transition_packer().unpack
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
-        """Writes every executor step into replay as n-step transitions."""
+        """Writes every executor step into replay as n-step transitions, or with recurrent agents
+        as sequences of `sequence_length` steps every `steps_per_sequence` steps."""
+        if self.recurrent:
+            return ObservationExtrasSequenceAdder(
+                StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
+                period=self.config.steps_per_sequence,
+                stores_environment_extras=bool(self.replay_environment_extras_spec()))
         return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
                                     n_step=self.config.n_step, discount=self.config.discount,
                                     packer=self.make_transition_packer(),
@@ -161,7 +217,11 @@ class MADQNBuilder:
                      logger: Any = None, checkpoint: bool = True) -> MADQNTrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        return self.trainer_class(
+        trainer_class, options = self.trainer_class, self.trainer_options()
+        if self.recurrent:
+            trainer_class = self.recurrent_trainer_class
+            options.update(burn_in_length=config.burn_in_length, n_step=config.n_step)
+        return trainer_class(
             networks=networks,
             dataset=dataset,
             discount=config.discount,
@@ -178,14 +238,16 @@ class MADQNBuilder:
             logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
             steps_per_call=self.config.trainer_steps_per_call,
-            **self.trainer_options())
+            **options)
 
     def make_executor(self, networks: MADQNNetworks, exploration_schedule: ExplorationSchedule,
                       adder: Optional[adders.Adder] = None,
                       variable_client: Optional[variable_utils.VariableClient] = None,
                       seed: int = 0) -> MADQNExecutor:
-        """An epsilon-greedy executor following `exploration_schedule`."""
-        return self.executor_class(networks, exploration_schedule, adder, variable_client, seed)
+        """An epsilon-greedy executor following `exploration_schedule` (carrying every agent's
+        recurrent state through its episodes with recurrent agents)."""
+        executor_class = self.recurrent_executor_class if self.recurrent else self.executor_class
+        return executor_class(networks, exploration_schedule, adder, variable_client, seed)
 
     def make_evaluation_executor(self, networks: MADQNNetworks,
                                  variable_client: Optional[variable_utils.VariableClient] = None,

@@ -27,6 +27,24 @@ class MADQNConfig(RunConfig):
     agent_ids: bool = False
     hidden_sizes: Tuple[int, ...] = (64, 64)
 
+    # Recurrent agents (see docs/architecture.md, "Recurrent agents"): with `recurrent`, each
+    # agent is `hidden_sizes[0]`-wide ReLU input layer(s) (all of `hidden_sizes`), a GRU of
+    # `rnn_hidden_size` units and a Q head, trained on stored sequences of `sequence_length`
+    # steps whose first `burn_in_length` steps only warm up the stored GRU state (except in
+    # sequences that start an episode, whose state is exact). Replay sizes then count steps
+    # (held in sequences of `sequence_period` new steps) and `sequence_batch_size` sequences
+    # make a batch.
+    recurrent: bool = False
+    rnn_hidden_size: int = bounded(64, 1, doc="GRU units of the recurrent agent.")
+    sequence_length: int = bounded(20, 2, doc="Steps per stored sequence (recurrent agents).")
+    burn_in_length: int = bounded(4, 0, doc="Steps of each sequence only replayed to warm up "
+                                            "the stored recurrent state.")
+    sequence_period: Optional[int] = bounded(
+        None, 1, optional=True,
+        doc="Steps between the starts of consecutive sequences (None: sequence_length - "
+            "burn_in_length - 1, so every step is trained on once).")
+    sequence_batch_size: int = bounded(32, 1, doc="Sequences per trainer step (recurrent agents).")
+
     # Replay.
     min_replay_size: int = bounded(1000, 1, doc="Transitions in replay before training starts.")
     max_replay_size: int = bounded(100_000, 1, doc="Replay capacity in transitions.")
@@ -50,3 +68,18 @@ class MADQNConfig(RunConfig):
                 f"MADQNConfig.max_replay_size ({self.max_replay_size}) must be at least "
                 f"min_replay_size ({self.min_replay_size})")
         check_sizes(self, "hidden_sizes")
+        if self.sequence_length < self.burn_in_length + 2:
+            raise ValueError(
+                f"{type(self).__name__}.sequence_length ({self.sequence_length}) must be at least "
+                f"burn_in_length + 2 ({self.burn_in_length + 2}): the burn-in, one step trained "
+                "on and the step it bootstraps from")
+        if self.recurrent and self.n_step >= self.sequence_length - self.burn_in_length:
+            raise ValueError(
+                f"{type(self).__name__}.n_step ({self.n_step}) must be below sequence_length - "
+                f"burn_in_length ({self.sequence_length - self.burn_in_length}) with recurrent "
+                "agents: n-step targets are computed within a sequence")
+
+    @property
+    def steps_per_sequence(self) -> int:
+        """Steps between the starts of consecutive stored sequences (see `sequence_period`)."""
+        return self.sequence_period or self.sequence_length - self.burn_in_length - 1

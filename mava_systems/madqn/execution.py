@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.components.numpy_networks import NumpyNetworks
+from mava_systems.components.recurrent_states import RecurrentStates
 from mava_systems.components.stacking import AgentStacker
 from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
                                          numpy_legal_action_mask, observation_to_input)
@@ -222,3 +223,100 @@ class MADQNExecutor:
             observation=self._stack_observation(timestep.observation),
             reward=None if timestep.reward is None else self._stacker.stack(timestep.reward),
             discount=None if timestep.discount is None else self._stacker.stack(timestep.discount))
+
+
+class RecurrentMADQNExecutor(MADQNExecutor):
+    """MADQN's executor for recurrent Q-networks: each agent's state carries through its episode.
+
+    Every state is reset to the network's initial (zero) state when an episode
+    starts (`observe_first`, given the episode's FIRST timestep), and only
+    then: not when an agent's discount drops to 0, nor at a time limit. An
+    agent that has left the episode (its `terminal` flag set) keeps its last
+    state until the next episode's reset, so it no longer changes
+    (`RecurrentStates`). Replay receives, with each observation, the state
+    the network acts from there (`extras["core_state"]`, stacked per network),
+    and the environment's extras when replay stores them (see
+    `ObservationExtrasSequenceAdder`). Networks with a NumPy twin (the
+    reference `RecurrentQNetwork` has one) act in NumPy, others in one compiled
+    TensorFlow call per step that takes and returns the states.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.states = RecurrentStates(self.initial_states)
+
+    def initial_states(self) -> Dict[str, Any]:
+        """Every network's initial state, one row per agent using it."""
+        return {key: self._networks.q_networks[key].initial_state(len(agents))
+                for key, agents in self._stacker.agents_by_network.items()}
+
+    def _batched_policy(self, observations: Dict[str, OLT], states: Dict[str, Any],
+                        epsilon: tf.Tensor) -> Tuple[Dict[str, tf.Tensor], Dict[str, Any]]:
+        actions, new_states = {}, {}
+        for key, observation in observations.items():
+            q_values, new_states[key] = self._networks.q_networks[key](
+                observation_to_input(observation.observation), states[key])
+            actions[key] = epsilon_greedy(q_values, observation.legal_actions, epsilon,
+                                          self._generator)
+        return actions, new_states
+
+    def _numpy_policy(self, observations: Dict[str, OLT], states: Dict[str, Any],
+                      epsilon: float) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+        actions, new_states = {}, {}
+        for key, observation in observations.items():
+            q_values, new_states[key] = self._numpy_networks[key](
+                np.asarray(observation.observation, np.float32), states[key])
+            actions[key] = numpy_epsilon_greedy(q_values, observation.legal_actions, epsilon,
+                                                self._rng)
+        return actions, new_states
+
+    def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
+        """Maps each agent's `OLT` observation to an action, advancing the agents' states."""
+        stacked = self._stack_observation(observations)
+        actions, new_states = self.policy_outputs(stacked, self.epsilon)
+        self.states.advance(new_states, {key: 1.0 - np.asarray(observation.terminal)
+                                         for key, observation in stacked.items()})
+        return self._stacker.unstack(actions)
+
+    def policy_outputs(self, stacked: Dict[str, OLT], epsilon: float = 0.0) -> Any:
+        """(actions, new states) from the current states, as NumPy arrays (see `MADQNExecutor`)."""
+        states = self.states.current
+        if self._numpy_networks is not None:
+            self._sync_numpy_weights()
+            return self._numpy_policy(stacked, states, epsilon)
+        if self._policy is None:
+            to_spec = lambda array: tf.TensorSpec(array.shape, tf.as_dtype(array.dtype))
+            self._policy = tf.function(self._batched_policy, input_signature=[
+                tf.nest.map_structure(to_spec, stacked), tf.nest.map_structure(to_spec, states),
+                tf.TensorSpec([], tf.float32)])
+        return tf.nest.map_structure(lambda value: value.numpy(),
+                                     self._policy(stacked, states, np.float32(epsilon)))
+
+    def observe_first(self, timestep: dm_env.TimeStep,
+                      extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Starts an episode: every agent's state reset, the first observation in replay."""
+        self._start_episode(timestep)
+        if self._adder is not None:
+            self._adder.add_first(self._stack_timestep(timestep), self._step_extras(extras))
+
+    def _start_episode(self, timestep: dm_env.TimeStep) -> None:
+        """Resets every state (`timestep` must be an episode's first) and refreshes the weights."""
+        if not timestep.first():
+            raise ValueError("observe_first needs an episode's first timestep (StepType.FIRST), "
+                             f"got step type {timestep.step_type}")
+        self.states.reset()
+        self._sync_numpy_weights(new_episode=True)
+
+    def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep,
+                extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Records a step in replay, the next observation with the state the agents act from
+        there, and advances the exploration schedule."""
+        self.num_steps += 1
+        if self._adder is not None:
+            self._adder.add(self._stacker.stack(actions), self._stack_timestep(next_timestep),
+                            self._step_extras(extras))
+
+    def _step_extras(self, environment_extras: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        extras = dict(environment_extras or {}) if self.observes_extras else {}
+        extras["core_state"] = self.states.current
+        return extras

@@ -1,7 +1,7 @@
 """Q-networks for MADQN: one per agent type (shared weights) or one per agent, built in one place."""
 
 import dataclasses
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from acme.tf import utils as tf2_utils
 from dm_env import specs
@@ -9,11 +9,13 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin,
+from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin, numpy_twin,
                                                     register_numpy_twin, sequential_twin)
+from mava_systems.components.recurrent_states import is_recurrent
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
-# network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions].
+# network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions],
+# or (recurrent systems) an `snt.RNNCore` mapping ([B, *obs], state) to ([B, num_actions], state).
 QNetworkFactory = Callable[[specs.Array, specs.DiscreteArray], snt.Module]
 
 
@@ -44,6 +46,55 @@ def make_mlp_q_network(observation_spec: specs.Array, action_spec: specs.Discret
     return MLPQNetwork(hidden_sizes, action_spec.num_values)
 
 
+class RecurrentQNetwork(snt.RNNCore):
+    """The reference recurrent agent (PyMARL's): flatten, a ReLU input layer (or MLP), a GRU and
+    a linear layer with one value per action.
+
+    `(observation [B, *obs], state [B, gru_size]) -> (Q-values [B, num_actions], new state)`.
+    """
+
+    def __init__(self, input_sizes: Sequence[int], gru_size: int, num_actions: int,
+                 name: str = "recurrent_q_network"):
+        super().__init__(name=name)
+        self.input_layer = snt.nets.MLP(list(input_sizes), activate_final=True, name="input_layer")
+        self.gru = snt.GRU(gru_size, name="gru")
+        self.head = snt.Linear(num_actions, name="head")
+
+    def __call__(self, observation: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+        embedding = self.input_layer(tf.reshape(observation, [tf.shape(observation)[0], -1]))
+        output, state = self.gru(embedding, state)
+        return self.head(output), state
+
+    def initial_state(self, batch_size: int, **unused_kwargs: Any) -> tf.Tensor:
+        """Zeros: the state at every episode start."""
+        return self.gru.initial_state(batch_size)
+
+
+class NumpyRecurrentQNetwork(NumpyLayer):
+    """A `RecurrentQNetwork`'s NumPy twin: `(observation, state) -> (Q-values, new state)`."""
+
+    def __call__(self, inputs: np.ndarray, state: np.ndarray = None) -> Any:
+        input_layer, gru, head = self.sublayers
+        output, state = gru(input_layer(inputs), state)
+        return head(output), state
+
+
+@register_numpy_twin(RecurrentQNetwork)
+def _numpy_recurrent_q_network(network: RecurrentQNetwork) -> Optional[NumpyLayer]:
+    """A `RecurrentQNetwork`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    parts = (sequential_twin(FLATTEN, network.input_layer), numpy_twin(network.gru),
+             numpy_twin(network.head))
+    return None if any(part is None for part in parts) else NumpyRecurrentQNetwork(*parts)
+
+
+def make_recurrent_q_network(observation_spec: specs.Array, action_spec: specs.DiscreteArray,
+                             input_sizes: Sequence[int] = (64,), gru_size: int = 64
+                             ) -> snt.RNNCore:
+    """The default recurrent Q-network: a `RecurrentQNetwork` with one output per action."""
+    del observation_spec
+    return RecurrentQNetwork(input_sizes, gru_size, action_spec.num_values)
+
+
 @dataclasses.dataclass
 class MADQNNetworks:
     """Online and target Q-networks keyed by network key, and which agent uses which."""
@@ -66,12 +117,17 @@ def make_networks(
     environment_spec: MAEnvironmentSpec,
     agent_networks: Mapping[str, str],
     network_factory: QNetworkFactory,
+    recurrent: bool = False,
 ) -> MADQNNetworks:
     """Builds (and creates the variables of) every online and target Q-network.
 
+    With `recurrent`, every network must be an `snt.RNNCore` (see `QNetworkFactory`);
+    without it, none may be.
+
     Raises:
-      ValueError: if agents sharing a network have different specs, or a
-        network's output does not have one value per action.
+      ValueError: if agents sharing a network have different specs, a
+        network's output does not have one value per action, or a network is
+        (or is not) recurrent against `recurrent`.
     """
     q_networks, target_q_networks = {}, {}
     for key, agents, observation_spec, action_spec in network_specs(environment_spec,
@@ -79,18 +135,31 @@ def make_networks(
         if not isinstance(action_spec, specs.DiscreteArray):
             raise ValueError(
                 f"MADQN needs discrete actions, but agent {agents[0]!r} has action spec {action_spec}")
-        q_networks[key] = _build(network_factory, observation_spec, action_spec, key)
-        target_q_networks[key] = _build(network_factory, observation_spec, action_spec, key)
+        q_networks[key] = _build(network_factory, observation_spec, action_spec, key, recurrent)
+        target_q_networks[key] = _build(network_factory, observation_spec, action_spec, key,
+                                        recurrent)
         for target, source in zip(target_q_networks[key].variables, q_networks[key].variables):
             target.assign(source)
     return MADQNNetworks(q_networks, target_q_networks, dict(agent_networks))
 
 
 def _build(network_factory: QNetworkFactory, observation_spec: specs.Array,
-           action_spec: specs.DiscreteArray, key: str) -> snt.Module:
+           action_spec: specs.DiscreteArray, key: str, recurrent: bool = False) -> snt.Module:
     network = network_factory(observation_spec, action_spec)
+    if is_recurrent(network) != recurrent:
+        raise ValueError(
+            f"network {key!r} ({type(network).__name__}) is a recurrent core (an snt.RNNCore, "
+            "called with a state): set the config's recurrent=True to train it on sequences"
+            if not recurrent else
+            f"the config has recurrent=True, but network {key!r} ({type(network).__name__}) is "
+            "not a recurrent core: give a network_factory returning an snt.RNNCore (e.g. "
+            "snt.DeepRNN([..., snt.GRU(64), snt.Linear(num_actions)])) or leave it None for "
+            "the reference GRU agent")
     dummy = tf.zeros((1,) + tuple(observation_spec.shape), dtype=tf.as_dtype(observation_spec.dtype))
-    output = network(observation_to_input(dummy))
+    if recurrent:
+        output, _ = network(observation_to_input(dummy), network.initial_state(1))
+    else:
+        output = network(observation_to_input(dummy))
     try:
         has_variables = bool(network.variables)
     except ValueError:  # Sonnet raises instead of returning an empty list.

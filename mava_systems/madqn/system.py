@@ -12,7 +12,8 @@ from mava_systems.components.exploration import default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule
-from mava_systems.madqn.networks import QNetworkFactory, make_mlp_q_network
+from mava_systems.madqn.networks import (QNetworkFactory, make_mlp_q_network,
+                                         make_recurrent_q_network)
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
 from wrappers.agent_ids import WithAgentIDs
@@ -52,7 +53,9 @@ class MADQN(DistributedSystem):
           environment_factory: `factory(evaluation=False, seed=None)` returning a
             `wrappers.MultiAgentEnvironment` (see `wrappers.make_environment_factory`).
           network_factory: `factory(observation_spec, action_spec)` returning a
-            Q-network; defaults to an MLP with `config.hidden_sizes`.
+            Q-network; defaults to an MLP with `config.hidden_sizes`. With
+            `config.recurrent`, an `snt.RNNCore` (e.g. an `snt.DeepRNN` holding a
+            GRU); defaults to `RecurrentQNetwork` (input layers, GRU, Q head).
           num_executors: executor nodes (at least 1).
           num_caches: variable caches between trainer and executors (0: none).
           max_executor_steps: stop the program after this many executor steps.
@@ -96,7 +99,12 @@ class MADQN(DistributedSystem):
         return default_schedules(num_executors)
 
     def make_default_network_factory(self) -> QNetworkFactory:
-        """The network factory when none is given: an MLP Q-network with `config.hidden_sizes`."""
+        """The network factory when none is given: an MLP Q-network with `config.hidden_sizes`,
+        or with `config.recurrent` the reference recurrent agent (`RecurrentQNetwork`: the
+        `hidden_sizes` input layers, a GRU of `rnn_hidden_size` units, a Q head)."""
+        if self.config.recurrent:
+            return functools.partial(make_recurrent_q_network, input_sizes=self.config.hidden_sizes,
+                                     gru_size=self.config.rnn_hidden_size)
         return functools.partial(make_mlp_q_network, hidden_sizes=self.config.hidden_sizes)
 
     def make_builder(self, agent_networks: Dict[str, str],
@@ -116,6 +124,14 @@ class MADQN(DistributedSystem):
     def description(self) -> Dict[str, Any]:
         """The base description (see `DistributedSystem`), with the exploration settings."""
         return {**super().description(), **self.exploration_settings()}
+
+    def replay_item_description(self, table: Any) -> str:
+        """What `table`'s items hold (see `DistributedSystem`); with recurrent agents, the repr of
+        the builder's sequence signature: the table's own, read back from Reverb, lists the
+        extras in no fixed order."""
+        if self.builder.recurrent:
+            return repr(self.builder.sequence_signature())
+        return super().replay_item_description(table)
 
     def run_config(self) -> Dict[str, Any]:
         """The launch settings, with the environment's name and arguments and the exploration

@@ -16,9 +16,13 @@ import numpy as np
 import reverb
 import sonnet as snt
 import tensorflow as tf
+import tree
 import trfl
 
 from mava_systems.components.optimizers import ConcatenatedAdam
+from mava_systems.components.sequence_adder import STEP_MASK
+from mava_systems.components.sequences import (merge_batch_and_agents, n_step_targets,
+                                               swap_batch_and_time, time_major)
 from mava_systems.components.trainer_loop import PRIORITIES, TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
@@ -301,3 +305,111 @@ class MADQNTrainer(TrainerLoop):
     def get_variables(self, names: Sequence[str]) -> List[List[np.ndarray]]:
         """The current online variables of the named networks (what executors act with)."""
         return variables_as_numpy(self._networks.q_networks, names)
+
+
+class SequenceQValues(NamedTuple):
+    """One network's values over a batch of stored sequences, time-major: [T, B * A] columns
+    (each (sequence, agent) pair; see `time_major`)."""
+
+    q_values: tf.Tensor  # [T, N, num_actions]: the online network's, unrolled from the stored state.
+    chosen: tf.Tensor  # [T, N]: Q(o_t, a_t) of the action taken.
+    bootstrap: tf.Tensor  # [T, N]: target-network Q at the online network's best legal action.
+    present: tf.Tensor  # [T, N]: 1 while the agent is in the episode (its terminal flag unset).
+    acted: tf.Tensor  # [T, N]: the step mask, 1 at steps with an action (not final, not padding).
+    trained: tf.Tensor  # [T, N]: 1 where the step may be trained on (see `SequenceLearning`).
+
+
+class SequenceLearning:
+    """What a trainer of recurrent Q-networks on stored sequences shares (mixed into MADQN's and
+    VDN's trainers): unrolls from the stored states with burn-in, and n-step targets.
+
+    Replay items are sequences of T steps written by `ObservationExtrasSequenceAdder`:
+    `extras["core_state"]` holds the state each network acts from at each step,
+    `extras["mask"]` is 1 at steps with an action. Each network is unrolled,
+    online and target, from the state stored at the sequence's first step. The
+    first `burn_in_length` steps only warm the state up (no gradient flows
+    into the state they produce, and they are not trained on), except in a
+    sequence that starts an episode: its stored state is the exact initial
+    one, so every step is trained on and the gradient flows through all.
+    Padding and the final observation (mask 0) contribute nothing to the loss.
+    """
+
+    def __init__(self, *args: Any, burn_in_length: int = 0, n_step: int = 1, **kwargs: Any):
+        self._burn_in_length = burn_in_length
+        self._n_step = n_step
+        super().__init__(*args, **kwargs)
+
+    def unroll(self, network: snt.RNNCore, observations: tf.Tensor, state: Any,
+               starts_episode: tf.Tensor) -> tf.Tensor:
+        """Q-values [T, N, num_actions] of `network` over time-major `observations` [T, N, ...]
+        from `state`, the burn-in's state cut from the gradient unless `starts_episode` [N]."""
+        burn_in = self._burn_in_length
+        observations = observation_to_input(observations)
+        if not burn_in:
+            return snt.dynamic_unroll(network, observations, state)[0]
+        burnt_in, state = snt.dynamic_unroll(network, observations[:burn_in], state)
+        state = tree.map_structure(
+            lambda part: tf.where(starts_episode[:, None], part, tf.stop_gradient(part)), state)
+        rest, _ = snt.dynamic_unroll(network, observations[burn_in:], state)
+        return tf.concat([burnt_in, rest], axis=0)
+
+    def sequence_q_values(self, key: str, steps: Any) -> SequenceQValues:
+        """Network `key`'s `SequenceQValues` over the batch `steps` (its agents stacked)."""
+        observation = steps.observation[key]
+        observations = time_major(observation.observation)
+        legal_actions = time_major(observation.legal_actions)
+        num_agents = observation.observation.shape[2]
+        start_state = tree.map_structure(lambda state: merge_batch_and_agents(state[:, 0]),
+                                         steps.extras["core_state"][key])
+        starts_episode = tf.repeat(steps.start_of_episode[:, 0], num_agents)
+        q_values = self.unroll(self.networks.q_networks[key], observations, start_state,
+                               starts_episode)
+        target_q_values = self.unroll(self.networks.target_q_networks[key], observations,
+                                      start_state, starts_episode)
+        best = tf.argmax(mask_illegal(tf.stop_gradient(q_values), legal_actions), axis=-1,
+                         output_type=tf.int32)
+        actions = tf.cast(time_major(steps.action[key]), tf.int32)
+        terminal = tf.cast(time_major(observation.terminal), tf.float32)
+        step_mask = tf.repeat(swap_batch_and_time(tf.cast(steps.extras[STEP_MASK], tf.float32)),
+                              num_agents, axis=1)
+        present = 1.0 - tf.reshape(terminal, tf.shape(step_mask))
+        length = step_mask.shape[0]
+        after_burn_in = tf.cast(tf.range(length) >= self._burn_in_length, tf.float32)[:, None]
+        trainable = tf.maximum(after_burn_in, tf.cast(starts_episode, tf.float32)[None, :])
+        return SequenceQValues(
+            q_values=q_values, chosen=chosen_q_values(q_values, actions),
+            bootstrap=tf.stop_gradient(chosen_q_values(target_q_values, best)), present=present,
+            acted=step_mask, trained=step_mask * trainable)
+
+    def sequence_targets(self, rewards: tf.Tensor, discounts: tf.Tensor, bootstrap: tf.Tensor,
+                         step_mask: tf.Tensor) -> tf.Tensor:
+        """n-step double-Q targets [T - 1, N] of time-major [T, N] inputs (see `n_step_targets`)."""
+        return tf.stop_gradient(n_step_targets(rewards, discounts, bootstrap, step_mask,
+                                               self._n_step, self.discount))
+
+    @staticmethod
+    def masked_loss(losses: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+        """Per-column loss [N] from per-step `losses` [T, N]: the sum over unmasked steps, scaled
+        so that the mean over columns is the mean over every unmasked step of the batch."""
+        columns = tf.cast(tf.shape(mask)[1], tf.float32)
+        return tf.reduce_sum(losses * mask, axis=0) * columns / tf.maximum(
+            tf.reduce_sum(mask), 1.0)
+
+
+class RecurrentMADQNTrainer(SequenceLearning, MADQNTrainer):
+    """MADQN's trainer for recurrent Q-networks, on stored sequences (see `SequenceLearning`):
+    each network's n-step double-Q loss over every trained step of its agents."""
+
+    def network_loss(self, key: str, steps: Any) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Per-column loss [B * A], masked TD errors [T - 1, B * A] and Q-values of network `key`."""
+        values = self.sequence_q_values(key, steps)
+        targets = self.sequence_targets(tf.cast(time_major(steps.reward[key]), tf.float32),
+                                        tf.cast(time_major(steps.discount[key]), tf.float32),
+                                        values.bootstrap, values.acted)
+        mask = (values.trained * values.present)[:-1]
+        td_error = (targets - values.chosen[:-1]) * mask
+        return self.masked_loss(self.td_loss(td_error), mask), td_error, values.q_values
+
+    def row_priorities(self, td_error: tf.Tensor) -> tf.Tensor:
+        """Each column's priority from its masked TD errors [T - 1, B * A]: the largest |TD|."""
+        return tf.reduce_max(tf.abs(td_error), axis=0)

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, register_numpy_twin,
                                                     sequential_twin)
+from mava_systems.components.recurrent_states import refuse_recurrent
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.mappo.policies import make_head
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
@@ -150,6 +151,7 @@ def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[s
     for key, _, observation_spec, action_spec in network_specs(environment_spec, agent_networks):
         heads[key] = make_head(action_spec)
         policy, critic = network_factory(observation_spec, action_spec, critic_input_specs[key])
+        refuse_recurrent("MAPPO", key, policy=policy, critic=critic)
         check_outputs(key, policy, critic, observation_spec, action_spec, critic_input_specs[key])
         policies[key], critics[key] = policy, critic
     return MAPPONetworks(policies, critics, heads, dict(agent_networks))

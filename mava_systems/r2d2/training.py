@@ -9,16 +9,11 @@ import reverb
 import tensorflow as tf
 import tree
 
-from mava_systems.components.sequences import merge_batch_and_agents, time_major
+from mava_systems.components.sequences import (merge_batch_and_agents, sequence_priorities,
+                                               time_major)
 from mava_systems.madqn.networks import mask_illegal
 from mava_systems.madqn.training import MADQNTrainer
 from mava_systems.r2d2.networks import R2D2Networks, unroll
-
-
-def sequence_priorities(abs_errors: tf.Tensor, max_weight: float) -> tf.Tensor:
-    """R2D2's priority per column of |TD errors| [T, N]: w * max + (1 - w) * mean over time."""
-    return (max_weight * tf.reduce_max(abs_errors, axis=0)
-            + (1.0 - max_weight) * tf.reduce_mean(abs_errors, axis=0))
 
 
 class R2D2Trainer(MADQNTrainer):

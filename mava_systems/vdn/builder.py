@@ -9,7 +9,7 @@ from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.training import TrainerModule
 from mava_systems.vdn.networks import (MixerFactory, build_mixer, copy_variables, make_sum_mixer,
                                        module_variables)
-from mava_systems.vdn.training import MIXER, VDNTrainer
+from mava_systems.vdn.training import MIXER, RecurrentVDNTrainer, VDNTrainer
 
 
 class VDNBuilder(MADQNBuilder):
@@ -21,6 +21,7 @@ class VDNBuilder(MADQNBuilder):
     """
 
     trainer_class = VDNTrainer
+    recurrent_trainer_class = RecurrentVDNTrainer
 
     def __init__(self, *args: Any, mixer_factory: Optional[MixerFactory] = None, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -5,8 +5,9 @@ from typing import Any, Tuple
 from acme import types as acme_types
 import tensorflow as tf
 
-from mava_systems.madqn.training import (JointLoss, MADQNTrainer, agent_q_values, chosen_q_values,
-                                         double_q_values)
+from mava_systems.components.sequences import swap_batch_and_time, time_major
+from mava_systems.madqn.training import (JointLoss, MADQNTrainer, SequenceLearning, agent_q_values,
+                                         chosen_q_values, double_q_values)
 
 MIXER = "mixer"  # The name of the mixer among the trainer's modules (checkpointed as module/mixer).
 
@@ -81,3 +82,72 @@ class VDNTrainer(MADQNTrainer):
         td_error = target - q_total
         loss = tf.reduce_mean(self.td_loss(td_error) * weights)
         return JointLoss(loss, tf.abs(td_error), {"q_value": tf.reduce_mean(q_total)})
+
+
+class RecurrentVDNTrainer(SequenceLearning, VDNTrainer):
+    """VDN's (and QMIX's) team loss for recurrent Q-networks, on stored sequences.
+
+    Every network is unrolled over each sequence as `SequenceLearning` says;
+    the mixer runs at every step t with that step's global state s_t:
+      - Q_tot(t) = mixer(Q_i(o_t, a_t) of the agents present at t, 0 for the others; s_t);
+      - V_tot(t) = target mixer(each present agent's target-network Q at the legal action
+        its online network ranks highest; s_t);
+      - target(t) = the team's n-step return from t, bootstrapped with V_tot (see
+        `n_step_targets`; team reward and discount as in `VDNTrainer`);
+    the loss is the mean over the batch's trained steps (padding, final
+    observations and burn-in masked out) of the Huber (or squared) TD error.
+    """
+
+    def sequence_global_states(self, steps: Any) -> tf.Tensor:
+        """[T, B, S]: each step's `env_state` extras, or all agents' observations concatenated."""
+        extras = steps.extras
+        if "env_state" in extras:
+            return tf.cast(swap_batch_and_time(extras["env_state"]), tf.float32)
+        columns = []
+        for key in self.networks.agents_by_network:
+            observation = tf.cast(swap_batch_and_time(steps.observation[key].observation),
+                                  tf.float32)
+            shape = tf.shape(observation)
+            columns.append(tf.reshape(observation, [shape[0], shape[1], -1]))
+        return tf.concat(columns, axis=2)
+
+    def joint_loss(self, steps: Any, weights: tf.Tensor) -> JointLoss:
+        """The team loss described in the class docstring; priorities are max |TD| per item."""
+        batch_size = tf.shape(weights)[0]
+
+        def per_agent(values: tf.Tensor) -> tf.Tensor:  # [T, B * A] -> [T, B, A]
+            return tf.reshape(values, [values.shape[0], batch_size, -1])
+
+        chosen, bootstrap, present, rewards, discounts = [], [], [], [], []
+        for key in self.networks.agents_by_network:
+            values = self.sequence_q_values(key, steps)
+            chosen.append(per_agent(values.chosen))
+            bootstrap.append(per_agent(values.bootstrap))
+            present.append(per_agent(values.present))
+            rewards.append(per_agent(tf.cast(time_major(steps.reward[key]), tf.float32)))
+            discounts.append(per_agent(tf.cast(time_major(steps.discount[key]), tf.float32)))
+        # Which steps have an action, and which are trained on: the same for every agent.
+        acted, trained = (per_agent(mask)[:, :, 0] for mask in (values.acted, values.trained))
+        chosen, bootstrap, present, rewards, discounts = (
+            tf.concat(values, axis=2) for values in (chosen, bootstrap, present, rewards,
+                                                     discounts))
+        states = self.sequence_global_states(steps)
+        length = states.shape[0]
+        mixer = self.modules[MIXER]
+        target_mixer = mixer.target if mixer.target is not None else mixer.online
+
+        def mix(module: Any, agent_values: tf.Tensor) -> tf.Tensor:  # [T, B, N] -> [T, B]
+            flat = module(tf.reshape(agent_values, [-1, agent_values.shape[2]]),
+                          tf.reshape(states, [-1, states.shape[2]]))
+            return tf.reshape(flat, [length, batch_size])
+
+        q_total = mix(mixer.online, chosen * present)
+        bootstrap_total = tf.stop_gradient(mix(target_mixer, bootstrap * present))
+        targets = self.sequence_targets(self._team_reward(rewards, axis=2),
+                                        tf.reduce_max(discounts, axis=2), bootstrap_total, acted)
+        mask = trained[:-1]
+        td_error = (targets - q_total[:-1]) * mask
+        per_item = self.masked_loss(self.td_loss(td_error), mask)
+        loss = tf.reduce_mean(per_item * weights)
+        mean_q = tf.reduce_sum(q_total * trained) / tf.maximum(tf.reduce_sum(trained), 1.0)
+        return JointLoss(loss, tf.reduce_max(tf.abs(td_error), axis=0), {"q_value": mean_q})
