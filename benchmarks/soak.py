@@ -30,18 +30,12 @@ DEFAULT_FLAGS = ("--num_executors=2", "--progress_interval_s=0", "--checkpoint_i
 
 
 def node_processes(tree: common.ProcessTree) -> Dict[str, Any]:
-    """{node label: its Python process}: Launchpad runs each node under `decorate_output <colour>
-    <label> python ...`, so a node's label is its parent's third argument."""
+    """{node label: its Python process} (see `ProcessTree.node_label`)."""
     nodes = {}
     for process in tree.processes():
-        try:
-            parent = process.parent()
-            parent_command = parent.cmdline() if parent is not None else []
-        except Exception:  # pylint: disable=broad-except
-            continue
-        if len(parent_command) > 3 and parent_command[1].endswith("decorate_output") \
-                and "python" in os.path.basename(process.cmdline()[0] if process.cmdline() else ""):
-            nodes[parent_command[3]] = process
+        label = tree.node_label(process)
+        if label is not None:
+            nodes[label] = process
     return nodes
 
 

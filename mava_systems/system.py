@@ -242,7 +242,8 @@ class DistributedSystem:
         loop = EnvironmentLoop(environment, executor, counter)
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
-                         self.config.evaluation_episodes, self.config.evaluation_interval_s)
+                         self.config.evaluation_episodes, self.config.evaluation_interval_s,
+                         self.config.evaluation_max_cpu_share)
 
     def greedy_executor(self, variable_source: Any, seed: int) -> Tuple[Any, Any]:
         """An executor acting greedily (no exploration) with the source's variables, and the
