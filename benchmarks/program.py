@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.program [--repeats 3 --seconds 60]
     .venv/bin/python -m benchmarks.program --systems madqn,mappo --configs local_mp:1,local_mp:2
+    .venv/bin/python -m benchmarks.program --configs local_mp:1,local_mp:2 --baseline ../base
 
 For each system (`--systems`, default MADQN; any with an examples/mpe/run_<system>.py)
 and configuration (launch type x executors; default local_mt and local_mp
@@ -22,6 +23,19 @@ configuration (medians over repeats):
                                   among the processes that map them: comparable across launch
                                   types, and with original Mava's ~2.6 GB)
   seconds_to_first_trainer_step   from launch to the first trainer step's CSV row
+
+Where the CPU went (`local_mp`): the CPU time of every process of the
+program, from the first trainer step to the stop, summed per node group
+(executor, trainer, replay, evaluator, counter, cacher, coordinator; the
+launcher; node_output, Launchpad's per-node output prefixing), as CPU
+milliseconds per executor step and cores busy (table "CPU account"), with the
+share of the trainer's time its steps waited for sampled batches (its CSV's
+`batch_wait_s`: the rate limiter or replay held them back) and the 1-minute
+load average during the runs. `--baseline DIR` runs the same configurations
+of another checkout (e.g. a worktree of an earlier commit) in turn with this
+one's, for ratios measured side by side; `--max_executor_steps N` gives the
+examples a step limit (adding the coordinator, and the executors' count at
+every episode).
 
 The counts come from the trainer's CSV rows, read each time the file grows
 (see TrainerLog), so they do not depend on the program exiting cleanly.
