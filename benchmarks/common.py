@@ -338,13 +338,13 @@ def stop_local(systems: Iterable[Tuple[Any, Any, Any]]) -> None:
         shutil.rmtree(system.run_dir, ignore_errors=True)
 
 
-def mpe_example(system_name: str) -> str:
-    """The path of examples/mpe/run_<system_name>.py.
+def mpe_example(system_name: str, root: str = ROOT) -> str:
+    """The path of examples/mpe/run_<system_name>.py (in the repository at `root`).
 
     Raises:
       SystemExit: naming the systems that have one, if `system_name` has none.
     """
-    path = os.path.join(os.path.dirname(EXAMPLE), f"run_{system_name}.py")
+    path = os.path.join(root, "examples", "mpe", f"run_{system_name}.py")
     if not os.path.exists(path):
         available = sorted(name[len("run_"):-len(".py")]
                            for name in os.listdir(os.path.dirname(EXAMPLE))
@@ -355,23 +355,30 @@ def mpe_example(system_name: str) -> str:
 
 
 def example_command(run_dir: str, launch_type: str, max_executor_steps: int,
-                    flags: Sequence[str] = (), system_name: str = "madqn") -> List[str]:
-    """The command running examples/mpe/run_<system_name>.py on simple_spread_v3.
+                    flags: Sequence[str] = (), system_name: str = "madqn",
+                    root: str = ROOT) -> List[str]:
+    """The command running examples/mpe/run_<system_name>.py (of the repository at `root`) on
+    simple_spread_v3.
 
     With `--verbose`: the benchmarks read the libraries' messages (the coordinator's stop,
     Launchpad's termination) from the program's own output.
     """
-    return [sys.executable, mpe_example(system_name), f"--env={ENV_NAME}",
+    return [sys.executable, mpe_example(system_name, root), f"--env={ENV_NAME}",
             f"--lp_launch_type={launch_type}", f"--max_executor_steps={max_executor_steps}",
             f"--run_dir={run_dir}", "--verbose", *flags]
 
 
-def start_example(command: Sequence[str], output_path: str) -> subprocess.Popen:
-    """Starts `command` in its own session (its own process group), output to `output_path`."""
+def start_example(command: Sequence[str], output_path: str, root: str = ROOT
+                  ) -> subprocess.Popen:
+    """Starts `command` in its own session (its own process group), output to `output_path`,
+    in the repository at `root` (whose library comes first on the Python path)."""
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if root != ROOT:
+        env["PYTHONPATH"] = os.pathsep.join([root, *[path for path in env.get(
+            "PYTHONPATH", "").split(os.pathsep) if path and os.path.abspath(path) != ROOT]])
     with open(output_path, "w") as output:
-        return subprocess.Popen(list(command), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        return subprocess.Popen(list(command), cwd=root, env=env, stdin=subprocess.DEVNULL,
                                 stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -432,6 +439,56 @@ class ProcessTree:
                     self._psutil.AccessDenied):
                 pass
         return total
+
+    def node_label(self, process: Any) -> Optional[str]:
+        """The node label ("trainer/0") a `local_mp` node process runs, else None.
+
+        The launcher names each node process's node in its environment
+        (`node_processes.NODE_NAME_ENV`); the `sed` that prefixes a node's output
+        lines inherits nothing of it and is not a node.
+        """
+        from mava_systems.node_processes import NODE_NAME_ENV  # pylint: disable=import-outside-toplevel
+
+        try:
+            command = process.cmdline()
+            label = process.environ().get(NODE_NAME_ENV)
+        except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
+                self._psutil.AccessDenied):
+            return None
+        if label and command and "python" in os.path.basename(command[0]):
+            return label
+        return None
+
+    def cpu_by_group(self) -> Dict[str, float]:
+        """User + system CPU seconds of the tree's live processes, summed per node group.
+
+        Groups: each Launchpad node group of a `local_mp` program ("executor",
+        "trainer", "replay", ...); "launcher" (the root process: the launcher, its
+        progress line and log watcher); "node_output" (the per-node `sed` that
+        prefixes every line a node prints); "other" (anything else, e.g. a `local_mt` program's threads are
+        all "launcher").
+        """
+        groups: Dict[str, float] = {}
+        for process in self.processes():
+            try:
+                times = process.cpu_times()
+                name = process.name()
+            except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
+                    self._psutil.AccessDenied):
+                continue
+            label = self.node_label(process)
+            if process.pid == self.root.pid:
+                group = "launcher"
+            elif label is not None:
+                group = label.split("/")[0]
+            elif name in ("bash", "sed", "decorate_output"):
+                group = "node_output"
+            else:
+                group = "other"
+            groups[group] = groups.get(group, 0.0) + (times.user + times.system
+                                                      + times.children_user
+                                                      + times.children_system)
+        return groups
 
     def kill_leftovers(self) -> List[int]:
         """SIGKILLs every process of the tree that is still alive; returns their pids."""

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.program [--repeats 3 --seconds 60]
     .venv/bin/python -m benchmarks.program --systems madqn,mappo --configs local_mp:1,local_mp:2
+    .venv/bin/python -m benchmarks.program --configs local_mp:1,local_mp:2 --baseline ../base
 
 For each system (`--systems`, default MADQN; any with an examples/mpe/run_<system>.py)
 and configuration (launch type x executors; default local_mt and local_mp
@@ -23,6 +24,19 @@ configuration (medians over repeats):
                                   types, and with original Mava's ~2.6 GB)
   seconds_to_first_trainer_step   from launch to the first trainer step's CSV row
 
+Where the CPU went (`local_mp`): the CPU time of every process of the
+program, from the first trainer step to the stop, summed per node group
+(executor, trainer, replay, evaluator, counter, cacher, coordinator; the
+launcher; node_output, Launchpad's per-node output prefixing), as CPU
+milliseconds per executor step and cores busy (table "CPU account"), with the
+share of the trainer's time its steps waited for sampled batches (its CSV's
+`batch_wait_s`: the rate limiter or replay held them back) and the 1-minute
+load average during the runs. `--baseline DIR` runs the same configurations
+of another checkout (e.g. a worktree of an earlier commit) in turn with this
+one's, for ratios measured side by side; `--max_executor_steps N` gives the
+examples a step limit (adding the coordinator, and the executors' count at
+every episode).
+
 The counts come from the trainer's CSV rows, read each time the file grows
 (see TrainerLog), so they do not depend on the program exiting cleanly.
 Systems and configurations take turns within each repeat; the other systems'
@@ -38,7 +52,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -53,6 +67,8 @@ RSS_INTERVAL_S = 0.5
 POLL_INTERVAL_S = 0.1
 # Figures other systems also get as a ratio of MADQN's in the same configuration.
 RATIO_FIGURES = ("executor_sps", "trainer_sps", "peak_pss_mb")
+# The key prefix of the `--baseline` checkout's figures.
+BASELINE_PREFIX = "baseline/"
 
 
 def parse_configs(text: str) -> List[Tuple[str, int]]:
@@ -87,7 +103,8 @@ class TrainerLog:
 
     def __init__(self, path: str):
         self.path = path
-        self.records: List[Tuple[float, int, int]] = []  # (time, trainer_steps, executor_steps)
+        # (time, trainer_steps, executor_steps, batch_wait_s or None where not logged)
+        self.records: List[Tuple[float, int, int, Optional[float]]] = []
         self._size = 0
 
     def poll(self, now: float) -> bool:
@@ -103,13 +120,14 @@ class TrainerLog:
         row = common.first_row(self.path) if not self.records else common.last_row(self.path)
         if row is None:
             return False
-        record = (now, common.count(row, "trainer_steps"), common.count(row, "executor_steps"))
+        record = (now, common.count(row, "trainer_steps"), common.count(row, "executor_steps"),
+                  float(row["batch_wait_s"]) if row.get("batch_wait_s") else None)
         if self.records and record[1] == self.records[-1][1]:
             return False
         self.records.append(record)
         return len(self.records) == 1
 
-    def record_at(self, moment: float) -> Tuple[float, int, int]:
+    def record_at(self, moment: float) -> Tuple[float, int, int, Optional[float]]:
         """The first record at or after `moment` (the last one if none)."""
         return next((record for record in self.records if record[0] >= moment), self.records[-1])
 
@@ -124,25 +142,27 @@ def served_calls(run_dir: str) -> Optional[Dict[str, Dict[str, int]]]:
 
 
 def run_once(launch_type: str, executors: int, args: Any,
-             cpu_tree: Optional[common.ProcessTree] = None, system: str = "madqn"
-             ) -> Dict[str, Any]:
-    """One run of system `system`'s MPE example; its figures.
+             cpu_tree: Optional[common.ProcessTree] = None, system: str = "madqn",
+             root: str = common.ROOT, label: str = "") -> Dict[str, Any]:
+    """One run of system `system`'s MPE example (of the repository at `root`); its figures.
 
     `cpu_tree`: the processes whose CPU time the run is charged (default: the
     launcher's tree; a simulated Ray cluster's nodes live outside it).
     """
-    key = config_key(launch_type, executors, system)
+    key = label + config_key(launch_type, executors, system)
     run_dir = tempfile.mkdtemp(prefix=f"bench-program-{system}-{launch_type}-{executors}-")
     output_path = os.path.join(run_dir, "output.log")
     command = common.example_command(
-        os.path.join(run_dir, "run"), launch_type, 0,
-        [f"--num_executors={executors}", *args.flag], system_name=system)
+        os.path.join(run_dir, "run"), launch_type, args.max_executor_steps,
+        [f"--num_executors={executors}", *args.flag], system_name=system, root=root)
     log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"))
     launched = time.monotonic()
-    process = common.start_example(command, output_path)
+    process = common.start_example(command, output_path, root)
     tree = common.ProcessTree(process.pid)
     cpu_tree = cpu_tree or tree
     cpu_at_first_step: Optional[Tuple[float, float]] = None  # (time, CPU seconds)
+    groups_at_first_step: Dict[str, float] = {}  # CPU seconds per node group
+    load_averages: List[float] = []  # The 1-minute load average, every RSS_INTERVAL_S
     next_rss = launched
     error = None
     try:
@@ -150,12 +170,15 @@ def run_once(launch_type: str, executors: int, args: Any,
             now = time.monotonic()
             if now >= next_rss:
                 tree.sample_memory()
+                if log.records:
+                    load_averages.append(os.getloadavg()[0])
                 next_rss = now + RSS_INTERVAL_S
             if process.poll() is not None:
                 error = f"the program exited by itself (code {process.returncode})"
                 break
             if log.poll(now):
                 cpu_at_first_step = (now, cpu_tree.cpu_seconds())
+                groups_at_first_step = tree.cpu_by_group()
                 common.progress(f"{key}: first trainer step {now - launched:.1f} s after launch")
             if not log.records and now - launched > args.startup_timeout:
                 error = f"no trainer step within {args.startup_timeout:g} s of launch"
@@ -166,12 +189,20 @@ def run_once(launch_type: str, executors: int, args: Any,
     finally:
         stopped_at = time.monotonic()
         cpu_at_stop = cpu_tree.cpu_seconds()
+        groups_at_stop = tree.cpu_by_group()
         stop = common.stop_example(process, tree, args.stop_timeout)
     result: Dict[str, Any] = {"stop": stop}
     if cpu_at_first_step is not None and stopped_at > cpu_at_first_step[0]:
         # CPU cores busy on average from the first trainer step to the stop.
         result["cpu_cores"] = (cpu_at_stop - cpu_at_first_step[1]) / (stopped_at -
                                                                       cpu_at_first_step[0])
+        # Per node group: cores busy on average over the same window (a process that ended
+        # meanwhile is missing from the stop's figures: not counted).
+        result["group_cores"] = {
+            group: max(0.0, seconds - groups_at_first_step.get(group, 0.0))
+            / (stopped_at - cpu_at_first_step[0]) for group, seconds in groups_at_stop.items()}
+    if load_averages:
+        result["load_average"] = common.median(load_averages)
     if args.keep_run_dirs:
         result["run_dir"] = run_dir
     try:
@@ -186,8 +217,12 @@ def run_once(launch_type: str, executors: int, args: Any,
             result["output_tail"] = output[-2000:]
             common.progress(f"{key}: {error}\n{result['output_tail']}")
             return result
-        (start, trainer_0, executor_0), (end, trainer_1, executor_1) = log.records[0], log.records[-1]
+        (start, trainer_0, executor_0, wait_0), (end, trainer_1, executor_1, wait_1) = \
+            log.records[0], log.records[-1]
         window = end - start
+        if wait_0 is not None and wait_1 is not None:
+            # The share of the trainer's time its steps waited for sampled batches.
+            result["trainer_batch_wait_share"] = (wait_1 - wait_0) / window
         result.update({
             "seconds_to_first_trainer_step": start - launched,
             "executor_sps": (executor_1 - executor_0) / window,
@@ -211,6 +246,49 @@ def run_once(launch_type: str, executors: int, args: Any,
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
+# The node groups of the CPU account, in the order its table lists them.
+ACCOUNT_GROUPS = ("executor", "trainer", "replay", "evaluator", "counter", "cacher",
+                  "coordinator", "launcher", "node_output", "other")
+
+
+def cpu_account(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Where a configuration's CPU went (medians over its good runs): per node group, CPU
+    milliseconds per executor step (`ms_per_executor_step`) and cores busy (`cores`), with
+    their totals under "total"."""
+    good = [result for result in results
+            if "error" not in result and result.get("group_cores") and result["executor_sps"]]
+    groups = [group for group in ACCOUNT_GROUPS
+              if any(group in result["group_cores"] for result in good)]
+    account: Dict[str, Any] = {"ms_per_executor_step": {}, "cores": {}}
+    for group in groups + ["total"]:
+        cores = [sum(result["group_cores"].values()) if group == "total"
+                 else result["group_cores"].get(group, 0.0) for result in good]
+        account["cores"][group] = common.median(cores)
+        account["ms_per_executor_step"][group] = common.median(
+            [1000.0 * value / result["executor_sps"] for value, result in zip(cores, good)])
+    return account
+
+
+def print_cpu_account(figures: Mapping[str, Any]) -> None:
+    """The CPU account of every configuration: ms of CPU per executor step, and cores, per
+    node group."""
+    keys = [key for key, entry in figures.items() if entry.get("cpu_account", {}).get("cores")]
+    if not keys:
+        return
+    groups = [group for group in (*ACCOUNT_GROUPS, "total")
+              if any(group in figures[key]["cpu_account"]["cores"] for key in keys)]
+    rows = [(group, *[f"{common.fmt(figures[key]['cpu_account']['ms_per_executor_step'].get(group), 3)}"
+                      f" ({common.fmt(figures[key]['cpu_account']['cores'].get(group), 2)})"
+                      for key in keys]) for group in groups]
+    rows.append(("trainer: share of its time waiting for batches", *[
+        common.fmt(figures[key].get("trainer_batch_wait_share"), 2) for key in keys]))
+    rows.append(("load average (1 min)", *[common.fmt(figures[key]["load_average"], 2)
+                                           for key in keys]))
+    common.print_table("CPU account: ms of CPU per executor step (cores busy), per node group, "
+                       "from the first trainer step to the stop (median)", ["node group", *keys],
+                       rows)
+
+
 def add_run_arguments(parser: Any) -> None:
     """The arguments `run_once` reads besides --seconds: --flag, --startup_timeout, --stop_timeout,
     --keep_run_dirs."""
@@ -219,6 +297,10 @@ def add_run_arguments(parser: Any) -> None:
                              "(repeatable)")
     parser.add_argument("--startup_timeout", type=float, default=300.0,
                         help="seconds allowed from launch to the first trainer step (default 300)")
+    parser.add_argument("--max_executor_steps", type=int, default=0,
+                        help="the example's step limit (default 0: none); a limit the run does "
+                             "not reach still adds the coordinator, and executors then count "
+                             "every episode to the counter at once, as runs with a limit do")
     parser.add_argument("--stop_timeout", type=float, default=60.0,
                         help="seconds allowed for the program to stop after SIGINT before it is "
                              "killed (default 60)")
@@ -235,8 +317,20 @@ def main() -> None:
     parser.add_argument("--systems", default="madqn",
                         help="comma-separated systems whose examples/mpe/run_<system>.py runs "
                              "in each configuration, e.g. madqn,mappo (default madqn)")
+    parser.add_argument("--baseline", default=None,
+                        help="another checkout of the repository (e.g. a git worktree of an "
+                             "earlier commit) whose examples run in turn with this one's, each "
+                             "run of this tree followed by the same run of it; its figures are "
+                             f"keyed \"{BASELINE_PREFIX}<configuration>\" and this tree's "
+                             "are also given as ratios of them")
     add_run_arguments(parser)
     args = common.check_args(parser.parse_args())
+    variants = [("", common.ROOT)]
+    if args.baseline:
+        baseline = os.path.abspath(args.baseline)
+        if not os.path.isdir(os.path.join(baseline, "mava_systems")):
+            raise SystemExit(f"--baseline {args.baseline!r} is not a checkout of this repository")
+        variants.append((BASELINE_PREFIX, baseline))
     configs = parse_configs(args.configs)
     systems = common.system_names(args.systems)
     if not systems:
@@ -245,13 +339,16 @@ def main() -> None:
         common.mpe_example(system)  # Each has an example (else SystemExit naming those that do).
 
     runs: Dict[str, List[Dict[str, Any]]] = {
-        config_key(*config, system): [] for config in configs for system in systems}
+        label + config_key(*config, system): [] for config in configs for system in systems
+        for label, _ in variants}
     common.progress(f"{len(runs)} runs (systems x configurations) x {args.repeats} repeats, each "
                     f"about start-up + {args.seconds:g} s + stop")
     for repeat in range(args.repeats):
-        for (launch_type, executors), system in itertools.product(configs, systems):
-            key = config_key(launch_type, executors, system)
-            result = run_once(launch_type, executors, args, system=system)
+        for (launch_type, executors), system, (label, root) in itertools.product(
+                configs, systems, variants):
+            key = label + config_key(launch_type, executors, system)
+            result = run_once(launch_type, executors, args, system=system, root=root,
+                              label=label)
             runs[key].append(result)
             common.progress(
                 f"repeat {repeat + 1}/{args.repeats}  {key}: "
@@ -271,21 +368,37 @@ def main() -> None:
         entry = {name: common.median([result[name] for result in good])
                  for name in ("executor_sps", "trainer_sps", "peak_rss_mb", "peak_pss_mb",
                               "seconds_to_first_trainer_step", "trainer_idle_s_at_stop")}
+        entry["cpu_account"] = cpu_account(results)
+        # Whole-program CPU per executor step: steadier than rates on a busy machine.
+        entry["executor_cpu_ms"] = entry["cpu_account"]["ms_per_executor_step"].get("total")
+        entry["load_average"] = common.median([result.get("load_average") for result in results])
+        entry["trainer_batch_wait_share"] = common.median(
+            [result.get("trainer_batch_wait_share") for result in good])
         entry["unclean_stops"] = sum(result["stop"]["returncode"] != 0 for result in results)
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results
         figures[key] = entry
-    for (launch_type, executors), system in itertools.product(configs, systems):
-        madqn_entry = figures.get(config_key(launch_type, executors))
+    for (launch_type, executors), system, (label, _) in itertools.product(
+            configs, systems, variants):
+        entry = figures[label + config_key(launch_type, executors, system)]
+        madqn_entry = figures.get(label + config_key(launch_type, executors))
         if system != "madqn" and madqn_entry is not None:
-            entry = figures[config_key(launch_type, executors, system)]
             entry.update({f"{name}_ratio_to_madqn": common.ratio(entry[name], madqn_entry[name])
                           for name in RATIO_FIGURES})
+        baseline_entry = figures.get(BASELINE_PREFIX + config_key(launch_type, executors, system))
+        if not label and baseline_entry is not None:
+            entry.update({f"{name}_ratio_to_baseline": common.ratio(entry[name],
+                                                                    baseline_entry[name])
+                          for name in (*RATIO_FIGURES, "executor_cpu_ms")})
     for key, entry in figures.items():
         good_runs = len(entry["runs"]) - entry["failed_runs"]
         rows.append((key, common.fmt(entry["executor_sps"]),
                      common.fmt(entry.get("executor_sps_ratio_to_madqn"), 3),
+                     common.fmt(entry.get("executor_sps_ratio_to_baseline"), 3),
                      common.fmt(entry["trainer_sps"]),
+                     common.fmt(entry.get("trainer_sps_ratio_to_baseline"), 3),
+                     common.fmt(entry["executor_cpu_ms"], 3),
+                     common.fmt(entry["cpu_account"]["cores"].get("total"), 2),
                      common.fmt(entry["peak_rss_mb"], 0), common.fmt(entry["peak_pss_mb"], 0),
                      common.fmt(entry["seconds_to_first_trainer_step"]),
                      common.fmt(entry["trainer_idle_s_at_stop"]),
@@ -293,20 +406,23 @@ def main() -> None:
     common.print_table(
         f"Whole program: {', '.join(name.upper() for name in systems)} on {common.ENV_NAME}, "
         f"{args.seconds:g} s from the first trainer step (median of {args.repeats})",
-        ["configuration", "executor steps/s", "of MADQN's", "trainer steps/s", "peak RSS MB",
+        ["configuration", "executor steps/s", "of MADQN's", "of baseline's", "trainer steps/s",
+         "of baseline's", "CPU ms per executor step", "cores", "peak RSS MB",
          "peak PSS MB", "s to 1st trainer step", "trainer idle at stop s", "ok runs",
          "unclean stops"], rows)
+    print_cpu_account(figures)
     if any(entry["unclean_stops"] for entry in figures.values()):
         print("unclean stops: runs whose launcher did not exit with code 0 after SIGINT (e.g. "
               "Launchpad killed nodes that did not stop within 10 s); see runs[].output_tail")
     for key, entry in figures.items():  # MADQN's target (issue 5).
-        if "/" not in key and key.endswith(":2") and entry["executor_sps"] is not None:
+        if "/" not in key.replace(BASELINE_PREFIX, "", 1) and key.endswith(":2") and entry["executor_sps"] is not None:
             ok = entry["executor_sps"] >= 400 and (entry["trainer_sps"] or 0) > 0
             print(f"Target ({key}): >= 400-600 executor steps/s while the trainer steps: "
                   f"{'met' if ok else 'NOT met'} ({common.fmt(entry['executor_sps'])} executor, "
                   f"{common.fmt(entry['trainer_sps'])} trainer steps/s)")
     common.emit(args, figures, {"benchmark": "program", "env": common.ENV_NAME,
-                                "systems": systems, "example_flags": args.flag})
+                                "systems": systems, "example_flags": args.flag,
+                                "baseline": args.baseline})
 
 
 if __name__ == "__main__":

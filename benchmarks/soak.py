@@ -25,22 +25,17 @@ import time
 from typing import Any, Dict, List, Optional
 
 from benchmarks import common
-from mava_systems.node_processes import NODE_NAME_ENV
 
 DEFAULT_FLAGS = ("--num_executors=2", "--progress_interval_s=0", "--checkpoint_interval_s=60")
 
 
 def node_processes(tree: common.ProcessTree) -> Dict[str, Any]:
-    """{node label: its Python process}: the launcher names each node process's node in its
-    environment (`node_processes.NODE_NAME_ENV`)."""
+    """{node label: its Python process} (see `ProcessTree.node_label`)."""
     nodes = {}
     for process in tree.processes():
-        try:
-            label = process.environ().get(NODE_NAME_ENV)
-            if label and "python" in os.path.basename(process.cmdline()[0]):
-                nodes[label] = process
-        except Exception:  # pylint: disable=broad-except
-            continue
+        label = tree.node_label(process)
+        if label is not None:
+            nodes[label] = process
     return nodes
 
 

@@ -124,6 +124,12 @@ class RunConfig:
         0, 0, doc="Record one more greedy episode every this many evaluation rounds (and at the "
                   "final round) as <run_dir>/videos/steps_<executor steps>.gif, shown in "
                   "TensorBoard's images; 0: never. The environment must render images.")
+    evaluation_max_cpu_share: float = bounded(
+        0.05, 0.0, 1.0, low_inclusive=False,
+        doc="The evaluator's CPU budget, as a share of one core: after a round it waits "
+            "evaluation_interval_s, or longer when the round took more than this share of the "
+            "CPU time since the previous round ended (e.g. 0.05: at least 19 times the round's "
+            "CPU time).")
     checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
                                            doc="Seconds between checkpoints.")
     max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")

@@ -261,6 +261,7 @@ class DistributedSystem:
         return Evaluator(loop, variable_client.update_and_wait, counter,
                          self.node_logger("evaluator", "executor_steps"),
                          self.config.evaluation_episodes, self.config.evaluation_interval_s,
+                         self.config.evaluation_max_cpu_share,
                          videos=self.evaluation_videos(executor))
 
     def evaluation_videos(self, executor: Any) -> Optional[recording.EvaluationVideos]:

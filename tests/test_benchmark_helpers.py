@@ -68,3 +68,52 @@ def test_unknown_systems_are_named_before_anything_starts():
 def test_program_results_keep_madqn_keys_and_prefix_other_systems():
     assert program.config_key("local_mp", 2) == "local_mp:2"
     assert program.config_key("local_mp", 2, "mappo") == "mappo/local_mp:2"
+
+
+def test_the_cpu_account_gives_each_groups_cpu_per_executor_step():
+    runs = [{"executor_sps": 1000.0, "group_cores": {"executor": 0.7, "trainer": 0.4}},
+            {"executor_sps": 500.0, "group_cores": {"executor": 0.5, "trainer": 0.2,
+                                                     "evaluator": 0.05}},
+            {"error": "no trainer step", "stop": {}}]
+    account = program.cpu_account(runs)
+    # Medians over the good runs: executor 0.7 and 1.0 ms a step, trainer 0.4 and 0.4.
+    assert account["ms_per_executor_step"]["executor"] == pytest.approx(0.85)
+    assert account["ms_per_executor_step"]["trainer"] == pytest.approx(0.4)
+    assert account["ms_per_executor_step"]["evaluator"] == pytest.approx(0.05)
+    assert account["ms_per_executor_step"]["total"] == pytest.approx((1.1 + 1.5) / 2)
+    assert account["cores"]["total"] == pytest.approx((1.1 + 0.75) / 2)
+    assert list(account["cores"]) == ["executor", "trainer", "evaluator", "total"]
+
+
+def test_node_processes_are_grouped_by_the_node_their_launcher_names(tmp_path):
+    """A `local_mp` node process carries its node's name in its environment
+    (`node_processes.NODE_NAME_ENV`), its output goes through a `sed`: the node's CPU is
+    charged to its group, the root's to the launcher."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+    from mava_systems.node_processes import NODE_NAME_ENV  # pylint: disable=import-outside-toplevel
+
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(60)"
+    launcher = subprocess.Popen([sys.executable, "-c", (
+        "import os, subprocess, sys, time\n"
+        "output = subprocess.Popen(['sed', '-u', 's!^![trainer/0] !'], stdin=subprocess.PIPE)\n"
+        f"subprocess.Popen([sys.executable, '-c', {burn!r}], stdout=output.stdin, "
+        f"env={{**os.environ, {NODE_NAME_ENV!r}: 'trainer/0'}})\n"
+        "time.sleep(60)")])
+    tree_of = common.ProcessTree(launcher.pid)
+    try:
+        deadline = time.monotonic() + 30
+        groups = {}
+        while time.monotonic() < deadline and groups.get("trainer", 0.0) < 0.25:
+            time.sleep(0.2)
+            groups = tree_of.cpu_by_group()
+        assert groups["trainer"] >= 0.25
+        assert set(groups) <= {"launcher", "trainer", "node_output", "other"}
+        assert "launcher" in groups
+        labels = [tree_of.node_label(process) for process in tree_of.processes()]
+        assert labels.count("trainer/0") == 1
+    finally:
+        tree_of.kill_leftovers()
+        launcher.wait(10)

@@ -118,7 +118,7 @@ def test_every_node_logs_the_same_keys_to_csv_and_tensorboard(short_run):
         "evaluator": {"evaluation_return", "evaluation_return_std", "evaluation_episode_length",
                       "evaluation_return/agent_0", "evaluation_return/agent_1", "final"},
         "trainer": {"loss/agent", "q_value/agent", "gradient_norm/agent", "replay_size",
-                    "step_time_s"},
+                    "step_time_s", "batch_wait_s"},
     }
     counts = {"executor_steps", "executor_episodes", "trainer_steps", "evaluator_steps",
               "evaluator_episodes", "executor_steps_per_second", "trainer_steps_per_second"}

@@ -399,14 +399,17 @@ def system_with_steps_per_call(ctx, run_dir: str, steps_per_call: int = STEPS_PE
     return system
 
 
+def repeated(samples: List[Any]) -> tf.data.Dataset:
+    """A dataset of `samples` in turn, then again."""
+    dataset = tf.data.Dataset.from_tensors(samples[0])
+    for sample in samples[1:]:
+        dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
+    return dataset.repeat()
+
+
 def fixed_batches(samples: List[Any]) -> ReplayIterator:
     """A replay iterator giving `samples` in turn, then again (compiled as replay's is)."""
-    def make_dataset(_: int) -> tf.data.Dataset:
-        dataset = tf.data.Dataset.from_tensors(samples[0])
-        for sample in samples[1:]:
-            dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
-        return dataset.repeat()
-    return ReplayIterator(make_dataset, stop_event=threading.Event())
+    return ReplayIterator(lambda _: repeated(samples), stop_event=threading.Event())
 
 
 def test_one_call_takes_steps_per_call_steps_counted_as_trainer_steps(ctx, tmp_path):
@@ -641,3 +644,39 @@ def test_a_fresh_trainer_saves_its_initial_state_and_a_restored_one_does_not(ctx
     assert len(glob.glob(str(tmp_path / "checkpoints" / "trainer" / "ckpt-*.index"))) == 1
     restored.sample_and_train()  # The first step is built on the restored state.
     assert restored.num_steps == 1
+
+
+def slowly(samples: List[Any], delay_s: float) -> ReplayIterator:
+    """`fixed_batches(samples)`, each batch arriving `delay_s` after it is asked for."""
+    def make_dataset(_: int) -> tf.data.Dataset:
+        def wait(index):
+            time.sleep(delay_s)
+            return index
+        delays = tf.data.Dataset.range(1).repeat().map(
+            lambda index: tf.py_function(wait, [index], tf.int64))
+        return tf.data.Dataset.zip((delays, repeated(samples))).map(lambda _, sample: sample)
+    return ReplayIterator(make_dataset, stop_event=threading.Event())
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_the_trainer_logs_how_long_its_steps_waited_for_batches(ctx, tmp_path, compiled):
+    """`batch_wait_s`: the seconds the steps waited for sampled batches, all K of a call."""
+    system = system_with_steps_per_call(ctx, str(tmp_path / "run"), steps_per_call=2)
+    samples = [next(ctx["dataset"]) for _ in range(2)]
+    delay_s = 0.3
+
+    def delayed():
+        while True:
+            for sample in samples:
+                time.sleep(delay_s)
+                yield sample
+
+    trainer = system.builder.make_trainer(system.builder.make_networks(),
+                                          slowly(samples, delay_s) if compiled else delayed(),
+                                          checkpoint=False)
+    trainer.step()  # Built (traced) with its first batches.
+    waited_before = trainer.batch_wait_s
+    result = trainer.step()
+    waited = result["batch_wait_s"] - waited_before
+    assert result["batch_wait_s"] == trainer.batch_wait_s
+    assert 2 * delay_s * 0.9 <= waited <= result["step_time_s"]

@@ -1,6 +1,7 @@
 """The evaluator: greedy rounds of episodes with the latest variables, every few seconds."""
 
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from acme.utils import counting, loggers
@@ -13,11 +14,17 @@ from mava_systems.components.lifecycle import ProgramStopping, run_watched
 
 
 class Evaluator:
-    """Plays `episodes` greedy episodes every `interval_s` and logs their mean return."""
+    """Plays `episodes` greedy episodes every `interval_s` and logs their mean return.
+
+    Its budget: at most `max_cpu_share` of one core. After a round it waits
+    `interval_s`, or longer when the round's CPU time (its thread's) would
+    otherwise exceed that share of the time from its start to the next one's.
+    """
 
     def __init__(self, loop: EnvironmentLoop, fetch_variables: Callable[[], None],
                  counter: counting.Counter, logger: loggers.Logger, episodes: int,
-                 interval_s: float, videos: Optional[Any] = None):
+                 interval_s: float, max_cpu_share: float = 1.0,
+                 videos: Optional[Any] = None):
         """`fetch_variables()` must copy the source's latest variables into the loop's executor.
 
         (An executor's own `update(wait=True)` would not do: its variable client only
@@ -30,6 +37,10 @@ class Evaluator:
         self._logger = logger
         self._episodes = episodes
         self._interval_s = interval_s
+        if not 0.0 < max_cpu_share <= 1.0:
+            raise ValueError(f"max_cpu_share must be in (0, 1], got {max_cpu_share}")
+        self._max_cpu_share = max_cpu_share
+        self._last_round_cpu_s = 0.0
         self._lock = threading.Lock()  # Rounds of `run` and `final_evaluation` take turns.
         self._final_done = False
         self._videos = videos
@@ -53,7 +64,20 @@ class Evaluator:
         self._final_done = True
         return self.evaluate(final=True)
 
+    def wait_s(self) -> float:
+        """Seconds to wait after the last round: `interval_s`, or long enough that the round
+        took at most `max_cpu_share` of one core from its start to the next round's."""
+        return max(self._interval_s,
+                   self._last_round_cpu_s * (1.0 / self._max_cpu_share - 1.0))
+
     def _evaluate(self, final: bool) -> dict:
+        started = time.thread_time()
+        try:
+            return self._play_round(final)
+        finally:
+            self._last_round_cpu_s = time.thread_time() - started
+
+    def _play_round(self, final: bool) -> dict:
         self._fetch_variables()
         episodes = [self._loop.run_episode() for _ in range(self._episodes)]
         returns = [episode["episode_return"] for episode in episodes]
@@ -82,7 +106,7 @@ class Evaluator:
         try:
             while not self._final_done:
                 self.evaluate()
-                if lp.wait_for_stop(self._interval_s):
+                if lp.wait_for_stop(self.wait_s()):
                     return
             lp.wait_for_stop()
         except ProgramStopping:

@@ -72,6 +72,8 @@ class TrainerLoop:
         self._num_steps_variable = self.state["num_steps"]
         self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
         self._counted_steps = self.num_steps  # Trainer steps already given to the counter.
+        # Seconds this node's steps have waited for sampled batches (see `batch_wait_s`).
+        self._batch_wait_s = tf.Variable(0.0, dtype=tf.float64, trainable=False)
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -86,6 +88,12 @@ class TrainerLoop:
     def steps_per_call(self) -> int:
         """Trainer (gradient) steps each `step` takes, in one compiled call."""
         return self._steps_per_call
+
+    @property
+    def batch_wait_s(self) -> float:
+        """Seconds this trainer's steps have waited for their sampled batches since the node
+        started: while the rate limiter held sampling back, or replay was slow to serve."""
+        return float(self._batch_wait_s.numpy())
 
     @property
     def num_steps(self) -> int:
@@ -132,6 +140,7 @@ class TrainerLoop:
         result.update(complete_counts(counts))
         result["trainer_steps"] = trainer_steps
         result["step_time_s"] = time.time() - start
+        result["batch_wait_s"] = self.batch_wait_s
         self._logger.write(result)
         return result
 
@@ -146,11 +155,11 @@ class TrainerLoop:
             info, fetches = self._dataset.apply(self._sample_and_train_compiled)
             return reverb.ReplaySample(info=info, data=()), fetches
         if self._steps_per_call == 1:
-            sample = next(self._dataset)
+            sample = self._next_batch(self._dataset)
             return sample, self._train_and_count(sample)
         steps = []
         for _ in range(self._steps_per_call):
-            sample = next(self._dataset)
+            sample = self._next_batch(self._dataset)
             steps.append((sample.info, self._train_and_count(sample)))
         stacked = [tf.stack(values) for values in zip(*map(tf.nest.flatten, steps))]
         info, fetches = self.combine_steps(steps[0], stacked)
@@ -208,8 +217,18 @@ class TrainerLoop:
 
     def _sample_and_train_once(self, iterator: Iterator[Any]
                                ) -> Tuple[reverb.SampleInfo, Dict[str, tf.Tensor]]:
-        sample = next(iterator)
+        sample = self._next_batch(iterator)
         return sample.info, self._train_and_count(sample)
+
+    def _next_batch(self, iterator: Iterator[Any]) -> Any:
+        """The next sampled batch, its wait added to `batch_wait_s` (in a compiled step, the
+        timestamps run in program order around the sample: they are stateful operations)."""
+        started = tf.timestamp()
+        with tf.control_dependencies([started]):
+            sample = next(iterator)
+        with tf.control_dependencies(tf.nest.flatten(sample)):
+            self._batch_wait_s.assign_add(tf.timestamp() - started)
+        return sample
 
     def _train_and_count(self, sample: Any) -> Dict[str, tf.Tensor]:
         if self._unpack is not None:
