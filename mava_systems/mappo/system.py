@@ -9,7 +9,8 @@ from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.madqn.system import MADQN
 from mava_systems.mappo.builder import MAPPOBuilder
 from mava_systems.mappo.config import MAPPOConfig
-from mava_systems.mappo.networks import NetworkFactory, mlp_network_factory
+from mava_systems.mappo.networks import (NetworkFactory, mlp_network_factory,
+                                         recurrent_network_factory)
 
 
 class MAPPO(MADQN):
@@ -89,7 +90,12 @@ class MAPPO(MADQN):
         return [ConstantEpsilon(0.0)] * num_executors
 
     def make_default_network_factory(self) -> NetworkFactory:
-        """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`)."""
+        """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`), or with
+        `config.recurrent` the reference recurrent ones (`hidden_sizes` ReLU input layers, a GRU
+        of `rnn_hidden_size` units, a head: see `make_recurrent_networks`)."""
+        if self.config.recurrent:
+            return recurrent_network_factory(self.config.hidden_sizes, self.config.rnn_hidden_size,
+                                             self.config.init_log_std)
         return mlp_network_factory(self.config.hidden_sizes, self.config.init_log_std)
 
     def replay_item_description(self, table: Any) -> str:
