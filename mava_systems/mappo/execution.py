@@ -165,17 +165,10 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
     its chunks from them.
     """
 
-    def __init__(
-        self,
-        networks: MAPPONetworks,
-        adder: Optional[adders_base.Adder] = None,
-        variable_client: Optional[variable_utils.VariableClient] = None,
-        seed: int = 0,
-        greedy: bool = False,
-        stores_state: bool = False,
-        centralised: bool = False,
-    ):
-        super().__init__(networks, adder, variable_client, seed, greedy, stores_state)
+    def __init__(self, networks: MAPPONetworks, *args: Any, centralised: bool = False,
+                 **kwargs: Any):
+        """`MAPPOExecutor`'s arguments, and whether the critics are `centralised` (MAPPO's)."""
+        super().__init__(networks, *args, **kwargs)
         self._centralised = centralised
         self.critic_states = RecurrentStates(lambda: self._initial(networks.critics))
         self._numpy_critics = (NumpyNetworks.of(networks.critics, variable_client)

@@ -58,8 +58,9 @@ class MAPPO(MADQN):
           environment_factory: `factory(evaluation=False, seed=None)` returning a
             `wrappers.MultiAgentEnvironment` with discrete or continuous actions.
           network_factory: `factory(observation_spec, action_spec, critic_input_spec)`
-            returning a (policy, critic) pair (see `NetworkFactory`); None for MLPs
-            with `config.hidden_sizes`.
+            returning a (policy, critic) pair (see `NetworkFactory`), both `snt.RNNCore`s
+            with `config.recurrent`; None for MLPs with `config.hidden_sizes` (or the
+            reference GRU policy and critic with `config.recurrent`).
           num_executors: executor nodes (at least 1); each samples its policies.
           num_caches: variable caches between trainer and executors (0: none).
           max_executor_steps: stop the program after this many executor steps.

@@ -14,7 +14,6 @@ import numpy as np
 import reverb
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import variables_as_numpy
