@@ -171,7 +171,7 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
         super().__init__(networks, *args, **kwargs)
         self._centralised = centralised
         self.critic_states = RecurrentStates(lambda: self._initial(networks.critics))
-        self._numpy_critics = (NumpyNetworks.of(networks.critics, variable_client)
+        self._numpy_critics = (NumpyNetworks.of(networks.critics, self._variable_client)
                                if self.acts_in_numpy else None)
         self._critic_step: Optional[Callable[..., Any]] = None  # Compiled on first use.
 
