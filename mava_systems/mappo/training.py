@@ -463,27 +463,32 @@ def unroll(core: Any, inputs: tf.Tensor, stored_states: Any, resets: tf.Tensor,
     for agents not `present` ([B, T, A] 0/1: they have left) whose state stays.
     """
     length = inputs.shape[1]
-    num_agents = tf.shape(inputs)[2]
+    batch_size, num_agents = tf.shape(inputs)[0], tf.shape(inputs)[2]
 
-    def rows(tensor: tf.Tensor) -> tf.Tensor:  # [B, A, ...] -> [B * A, ...]
-        return merge_leading(tensor, 2)
+    def time_major_rows(tensor: tf.Tensor) -> tf.Tensor:  # [B, T, A, ...] -> [T, B * A, ...]
+        perm = [1, 0] + list(range(2, len(tensor.shape)))
+        return tf.reshape(tf.transpose(tensor, perm),
+                          tf.concat([[length, -1], tf.shape(tensor)[3:]], 0))
 
     def where(condition: tf.Tensor, new: Any, old: Any) -> Any:
         return tf.nest.map_structure(
             lambda n, o: tf.where(tf.reshape(condition, [-1] + [1] * (len(n.shape) - 1)), n, o),
             new, old)
 
-    state = tf.nest.map_structure(lambda stored: rows(stored[:, 0]), stored_states)
+    inputs = time_major_rows(inputs)
+    stored = tf.nest.map_structure(time_major_rows, stored_states)
+    resets = time_major_rows(tf.tile(resets[:, :, None], tf.stack([1, 1, num_agents])))
+    present = time_major_rows(present) > 0
+    state = tf.nest.map_structure(lambda states: states[0], stored)
     outputs = []
     for t in range(length):
         if t > 0:
-            reset = tf.tile(resets[:, t, None], tf.stack([1, num_agents]))
-            state = where(reset, tf.nest.map_structure(lambda stored: rows(stored[:, t]),
-                                                       stored_states), state)
-        output, new_state = core(rows(inputs[:, t]), state)
-        state = where(rows(present[:, t]) > 0, new_state, state)
+            state = where(resets[t], tf.nest.map_structure(lambda states: states[t], stored),
+                          state)
+        output, new_state = core(inputs[t], state)
+        state = where(present[t], new_state, state)
         outputs.append(output)
-    leading = tf.stack([tf.shape(inputs)[0], num_agents])
+    leading = tf.stack([batch_size, num_agents])
     return tf.nest.map_structure(
         lambda *steps: tf.stack([tf.reshape(step, tf.concat([leading, tf.shape(step)[1:]], 0))
                                  for step in steps], axis=1),
