@@ -16,8 +16,9 @@ Every variant plays whole episodes (reset included) in one thread:
                    items also carry the global state; MADDPG and MAD4PG run on simple_spread
                    with continuous actions)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
-                   MADQN, VDN or QMIX (`--recurrent`, config recurrent=True: the reference GRU
-                   agent), as a ratio of the same system's feedforward row
+                   MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
+                   reference GRU agent, or policy and critic), as a ratio of the same system's
+                   feedforward row
 
 Each is reported as a ratio of bare_env; the systems' rows also as a ratio of (d), MADQN's.
 """
@@ -113,7 +114,7 @@ def main() -> None:
                              "MADQN's (comma-separated, e.g. vdn,qmix,mappo,maddpg; empty: "
                              "none)")
     parser.add_argument("--recurrent", default="madqn,qmix",
-                        help="systems (of madqn, vdn, qmix) whose recurrent executor with "
+                        help="systems (of madqn, vdn, qmix, mappo, ippo) whose recurrent executor with "
                              "replay is timed too (comma-separated; empty: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())

@@ -21,9 +21,10 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
                    (MADDPG and MAD4PG on simple_spread with continuous actions); also as a
                    ratio of MADQN's trainer
   bare_step_<system>  (diagnostic) that system's bare step, as bare_step
-  trainer_recurrent_<system>  with `--recurrent` (e.g. madqn,qmix): that system's trainer with
-                   config recurrent=True (the reference GRU agent on stored sequences), at its
-                   default batch of `sequence_batch_size` sequences; with its bare step too
+  trainer_recurrent_<system>  with `--recurrent` (e.g. madqn,qmix,mappo): that system's trainer with
+                   config recurrent=True (the reference GRU agent on stored sequences, or
+                   MAPPO's GRU policy and critic on chunks), at its default batch of
+                   sequences (`sequence_batch_size`, MAPPO's `batch_size`); with its bare step too
 
 A second table says what one step of each system's trainer is, and the
 minibatch updates (gradient steps) and environment steps sampled per second
@@ -91,8 +92,9 @@ def replay_size(client: Any) -> int:
 
 
 def is_recurrent(config: Any) -> bool:
-    """Whether a MADQN-family config has its recurrent switch on (it trains on sequences)."""
-    return bool(getattr(config, "recurrent", False))
+    """Whether a MADQN-family config has its recurrent switch on (it trains on stored
+    sequences instead of transitions; MAPPO's trains on sequences either way)."""
+    return bool(getattr(config, "recurrent", False)) and hasattr(config, "sequence_batch_size")
 
 
 def system_config_kwargs(system_name: str, config_kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -100,7 +102,7 @@ def system_config_kwargs(system_name: str, config_kwargs: Dict[str, Any]) -> Dic
     systems training only on sequences (MAPPO's) keep their own batch size (of sequences)."""
     fields = common.config_fields(system_name)
     kwargs = {name: value for name, value in config_kwargs.items() if name in fields}
-    if "sequence_length" in fields and "recurrent" not in fields:
+    if "sequence_length" in fields and "sequence_batch_size" not in fields:
         kwargs.pop("batch_size", None)
     return kwargs
 
@@ -120,7 +122,7 @@ def step_work(config: Any) -> Tuple[int, int, str]:
         batch, steps = config.sequence_batch_size, config.sequence_length - 1
         return 1, batch * steps, (f"1 update on {batch} sequences of {steps} steps (the first "
                                   f"{config.burn_in_length} a burn-in unless an episode starts)")
-    if hasattr(config, "sequence_length") and not hasattr(config, "recurrent"):
+    if hasattr(config, "sequence_length") and not hasattr(config, "sequence_batch_size"):
         steps = config.sequence_length - 1
         return 1, batch_size * steps, f"1 update on {batch_size} sequences of {steps} steps"
     return 1, batch_size, f"1 update on {batch_size} {config.n_step}-step transitions"
@@ -181,7 +183,7 @@ def main() -> None:
                         help="registered systems whose trainer is timed beside MADQN's "
                              "(comma-separated, e.g. vdn,qmix,mappo,maddpg,mad4pg; empty: none)")
     parser.add_argument("--recurrent", default="",
-                        help="systems (of madqn, vdn, qmix) whose recurrent trainer is timed "
+                        help="systems (of madqn, vdn, qmix, mappo, ippo) whose recurrent trainer is timed "
                              "too, at its default batch of sequences (comma-separated)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
@@ -202,7 +204,7 @@ def main() -> None:
         kwargs = system_config_kwargs(name, config_kwargs)
         kwargs.pop("batch_size", None)  # Its own batch: `sequence_batch_size` sequences.
         other_systems[RECURRENT_NAME.format(name)] = common.local_madqn(
-            "trainer", name, recurrent=True, **kwargs)
+            "trainer", name, keep_items=True, recurrent=True, **kwargs)
     state: Dict[str, Any] = {}
     try:
         # Fill replay with a random executor.

@@ -361,14 +361,15 @@ def test_bad_inputs_are_refused_naming_the_problem(tmp_run_dir, line_world_facto
         mappo.MAPPO(line_world_factory, num_executors=0, run_dir=tmp_run_dir)
 
 
-def train_in_process(system, executor_steps, evaluations=8, evaluation_episodes=10):
+def train_in_process(system, executor_steps, evaluations=8, evaluation_episodes=10, acting=None):
     """Alternates acting (one sampling executor) and PPO steps on one process; the greedy
-    evaluation returns, `evaluations` of them spread over the run."""
+    evaluation returns, `evaluations` of them spread over the run. `acting`: the networks
+    the executors act with (kept in step with the trainer's), new ones if None."""
     builder = system.builder
     server = reverb.Server(system.replay(), port=None)
     try:
         client = reverb.Client(f"localhost:{server.port}")
-        acting = builder.make_networks()
+        acting = acting or builder.make_networks()
         executor = builder.make_executor(acting, adder=builder.make_adder(client), seed=1)
         trainer = builder.make_trainer(builder.make_networks(), builder.make_dataset_iterator(client),
                                        checkpoint=False)

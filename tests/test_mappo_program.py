@@ -106,6 +106,8 @@ def test_ippo_runs_as_a_multi_process_program(tmp_path):
     ("--clip_epsilon=0", "error: MAPPOConfig.clip_epsilon=0.0 is out of range: allowed (0.0, inf]"),
     ("--num_epochs=0", "error: MAPPOConfig.num_epochs=0 is out of range: allowed [1, inf]"),
     ("--env_kwargs=[1]", "error: --env_kwargs must be a JSON object, got '[1]'"),
+    ("--chunk_length=3", "error: MAPPOConfig.chunk_length (3) applies to recurrent networks "
+                         "only: set recurrent=True"),
 ])
 def test_bad_input_is_a_one_line_error_before_any_process_starts(tmp_path, flag, message):
     with pytest.raises(AssertionError) as failure:

@@ -321,8 +321,8 @@ def test_a_network_that_does_not_fit_the_recurrent_switch_fails_before_any_proce
                                                    critic_input_spec)
         return user_gru_core(observation_spec, action_spec), critic
 
-    with pytest.raises(ValueError, match=r"MAPPO cannot train recurrent networks, but network "
-                                         r"'agent''s policy is a recurrent core \(DeepRNN"):
+    with pytest.raises(ValueError, match=r"network 'agent''s policy \(DeepRNN\) is a recurrent "
+                                         r"core .*set the config's recurrent=True"):
         mappo.MAPPO(factory, network_factory=recurrent_policy, run_dir=str(tmp_path / "c"))
     assert not os.listdir(tmp_path)  # Nothing written anywhere.
 

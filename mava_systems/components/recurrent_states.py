@@ -57,4 +57,4 @@ def refuse_recurrent(system: str, key: str, **networks: Any) -> None:
             raise ValueError(
                 f"{system} cannot train recurrent networks, but network {key!r}'s {role} is a "
                 f"recurrent core ({type(network).__name__}, an snt.RNNCore); recurrent agents are "
-                "available in MADQN, VDN and QMIX (their config's recurrent=True)")
+                "available in MADQN, VDN, QMIX, MAPPO and IPPO (their config's recurrent=True)")

@@ -2,7 +2,9 @@
 
 from mava_systems.mappo.builder import MAPPOBuilder
 from mava_systems.mappo.config import MAPPOConfig
-from mava_systems.mappo.execution import MAPPOExecutor
-from mava_systems.mappo.networks import MAPPONetworks, make_mlp_networks, make_networks
+from mava_systems.mappo.execution import MAPPOExecutor, RecurrentMAPPOExecutor
+from mava_systems.mappo.networks import (MAPPONetworks, make_mlp_networks, make_networks,
+                                         make_recurrent_networks)
 from mava_systems.mappo.system import IPPO, MAPPO
-from mava_systems.mappo.training import MAPPOTrainer, generalized_advantages
+from mava_systems.mappo.training import (MAPPOTrainer, RecurrentMAPPOTrainer,
+                                         generalized_advantages)

@@ -11,9 +11,11 @@ import reverb
 
 from mava_systems.components.variables import VersionedVariableClient
 from mava_systems.impala.builder import IMPALABuilder
-from mava_systems.mappo.execution import AGENTS, MAPPOExecutor
+from mava_systems.mappo.execution import (AGENTS, CRITIC_STATE, POLICY_STATE, MAPPOExecutor,
+                                          RecurrentMAPPOExecutor)
 from mava_systems.mappo.networks import MAPPONetworks, make_networks
-from mava_systems.mappo.training import POLICY_VERSION, MAPPOTrainer
+from mava_systems.mappo.training import POLICY_VERSION, MAPPOTrainer, RecurrentMAPPOTrainer
+import tree
 
 
 class MAPPOBuilder(IMPALABuilder):
@@ -25,6 +27,10 @@ class MAPPOBuilder(IMPALABuilder):
 
     trainer_class = MAPPOTrainer
     executor_class = MAPPOExecutor
+    # With `config.recurrent`: acting that carries each agent's policy (and critic) state through
+    # its episodes, and training on chunks unrolled from their stored states.
+    recurrent_trainer_class = RecurrentMAPPOTrainer
+    recurrent_executor_class = RecurrentMAPPOExecutor
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -44,18 +50,41 @@ class MAPPOBuilder(IMPALABuilder):
             size += int(np.prod(self.global_state_spec().shape))
         return specs.Array((size,), np.float32, name="critic_input")
 
+    @property
+    def batch_size(self) -> int:
+        """Sequences per trainer step (`config.batch_size`, recurrent or not)."""
+        return self.config.batch_size
+
     def make_networks(self) -> MAPPONetworks:
         """The policies and critics (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory,
                              {key: self.critic_input_spec(key)
-                              for key in self.stacker.agents_by_network})
+                              for key in self.stacker.agents_by_network},
+                             recurrent=self.recurrent)
 
     def sequence_environment_spec(self) -> acme_specs.EnvironmentSpec:
         """IMPALA's, with each step's observation `{"agents": stacked, **environment extras}`
-        (see `MAPPOExecutor`)."""
+        (see `MAPPOExecutor`), and with recurrent networks the policy and critic states each
+        step's agents act (and are valued) from (see `RecurrentMAPPOExecutor`)."""
         stacked = super().sequence_environment_spec()
         observations = {AGENTS: stacked.observations, **self.replay_environment_extras_spec()}
+        if self.recurrent:
+            observations.update(self.recurrent_state_specs())
         return stacked._replace(observations=observations)
+
+    def recurrent_state_specs(self) -> Dict[str, Any]:
+        """`{"policy_state": {key: spec}, "critic_state": {key: spec}}`: every network's state,
+        its agents stacked."""
+        networks = self.make_networks()
+
+        def specs_of(modules: Dict[str, Any]) -> Dict[str, Any]:
+            return {key: tree.map_structure(
+                        lambda part: specs.Array(tuple(part.shape), np.float32),
+                        modules[key].initial_state(len(agents)))
+                    for key, agents in self.stacker.agents_by_network.items()}
+
+        return {POLICY_STATE: specs_of(networks.policies),
+                CRITIC_STATE: specs_of(networks.critics)}
 
     def extras_spec(self) -> Dict[str, Any]:
         """What executors write with each action: every agent's behaviour log-probability,
@@ -66,8 +95,12 @@ class MAPPOBuilder(IMPALABuilder):
 
     def make_variable_client(self, variable_source: Any,
                              networks: MAPPONetworks) -> variable_utils.VariableClient:
-        """Keeps the policies and their version in step with `variable_source`, in the background."""
+        """Keeps the policies and their version (and, with recurrent networks, the critics, whose
+        states executors carry) in step with `variable_source`, in the background."""
         variables = {key: policy.variables for key, policy in networks.policies.items()}
+        if self.recurrent:
+            variables.update({f"critic/{key}": critic.variables
+                              for key, critic in networks.critics.items()})
         variables[POLICY_VERSION] = [networks.policy_version]
         return VersionedVariableClient(variable_source, variables,
                                        update_period=self.config.variable_update_period)
@@ -76,7 +109,8 @@ class MAPPOBuilder(IMPALABuilder):
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MAPPOTrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
-        return self.trainer_class(
+        trainer_class = self.recurrent_trainer_class if self.recurrent else self.trainer_class
+        return trainer_class(
             networks=networks, dataset=dataset, config=self.config,
             state_from_observations=self.centralised and not self.replay_environment_extras_spec(),
             counter=counter, logger=logger,
@@ -89,10 +123,15 @@ class MAPPOBuilder(IMPALABuilder):
         """An executor sampling from its policies (MAPPO explores by sampling: there is no
         exploration schedule, `exploration_schedule` is ignored)."""
         del exploration_schedule
-        return self.executor_class(networks, adder, variable_client, seed,
-                             stores_state=bool(self.replay_environment_extras_spec()))
+        return self._executor(networks, adder=adder, variable_client=variable_client, seed=seed,
+                              stores_state=bool(self.replay_environment_extras_spec()))
 
     def make_evaluation_executor(self, networks: MAPPONetworks, variable_client: Any = None,
                                  seed: int = 0) -> MAPPOExecutor:
         """An executor taking each policy's most likely action, writing nothing."""
-        return self.executor_class(networks, variable_client=variable_client, seed=seed, greedy=True)
+        return self._executor(networks, variable_client=variable_client, seed=seed, greedy=True)
+
+    def _executor(self, networks: MAPPONetworks, **kwargs: Any) -> MAPPOExecutor:
+        if self.recurrent:
+            return self.recurrent_executor_class(networks, centralised=self.centralised, **kwargs)
+        return self.executor_class(networks, **kwargs)

@@ -40,6 +40,16 @@ class MAPPOConfig(IMPALAConfig):
     # Agents that share a network get their one-hot index appended to their observation.
     agent_ids: bool = True
 
+    # Recurrent policy and critic (see docs/architecture.md, "Recurrent MAPPO"): with
+    # `recurrent`, each is `hidden_sizes` ReLU input layer(s), a GRU of `rnn_hidden_size` units
+    # and a head, trained on chunks of `chunk_length` steps unrolled from their stored states.
+    recurrent: bool = False
+    rnn_hidden_size: int = bounded(64, 1, doc="GRU units of the recurrent policy and critic.")
+    chunk_length: Optional[int] = bounded(
+        None, 1, optional=True,
+        doc="Steps per training chunk of a recurrent policy and critic; must divide "
+            "sequence_length - 1 (None: sequence_length - 1, one chunk per sequence).")
+
     # IMPALA's fields with PPO's defaults.
     entropy_cost: float = bounded(0.01, 0.0, doc="Weight of the policy entropy bonus.")
     baseline_cost: float = bounded(1.0, 0.0, doc="Weight of the value loss.")
@@ -60,7 +70,30 @@ class MAPPOConfig(IMPALAConfig):
                 raise ValueError(f"{type(self).__name__}.max_policy_lag must be an integer or "
                                  f"None, got {self.max_policy_lag!r}")
             self.max_policy_lag = int(self.max_policy_lag)
+        self._check_chunk_length()
         if self.batch_size % self.num_minibatches:
             raise ValueError(
                 f"{type(self).__name__}.batch_size ({self.batch_size}) must be a multiple of "
                 f"num_minibatches ({self.num_minibatches})")
+
+    def _check_chunk_length(self) -> None:
+        name = type(self).__name__
+        if self.chunk_length is None:
+            return
+        if not float(self.chunk_length).is_integer():
+            raise ValueError(f"{name}.chunk_length must be an integer or None, "
+                             f"got {self.chunk_length!r}")
+        self.chunk_length = int(self.chunk_length)
+        if not self.recurrent:
+            raise ValueError(f"{name}.chunk_length ({self.chunk_length}) applies to recurrent "
+                             "networks only: set recurrent=True, or leave chunk_length None")
+        if (self.sequence_length - 1) % self.chunk_length:
+            raise ValueError(
+                f"{name}.chunk_length ({self.chunk_length}) must divide sequence_length - 1 "
+                f"({self.sequence_length - 1}): each stored sequence (and its bootstrap step) "
+                "is cut into whole chunks")
+
+    @property
+    def steps_per_chunk(self) -> int:
+        """Steps each recurrent training chunk unrolls (see `chunk_length`)."""
+        return self.chunk_length or self.sequence_length - 1

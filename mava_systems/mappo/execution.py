@@ -1,21 +1,27 @@
 """MAPPO executors: sample each agent's action from its policy; replay gets the behaviour
 log-probabilities, the policy's version and (for a centralised critic) the global state."""
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from acme.adders import base as adders_base
 from acme.tf import variable_utils
 import dm_env
 import numpy as np
 import tensorflow as tf
+import tree
 
 from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.madqn.execution import MADQNExecutor
+from mava_systems.components.numpy_networks import NumpyNetworks
+from mava_systems.components.recurrent_states import RecurrentStates
+from mava_systems.madqn.execution import MADQNExecutor, RecurrentMADQNExecutor
 from mava_systems.mappo.networks import MAPPONetworks
 from wrappers import OLT
 
-# Keys of the observation nest replay stores at each step (see `MAPPOExecutor`).
+# Keys of the observation nest replay stores at each step (see `MAPPOExecutor` and
+# `RecurrentMAPPOExecutor`).
 AGENTS = "agents"
+POLICY_STATE = "policy_state"
+CRITIC_STATE = "critic_state"
 
 
 class MAPPOExecutor(MADQNExecutor):
@@ -67,16 +73,17 @@ class MAPPOExecutor(MADQNExecutor):
                      heads: Mapping[str, Any], random: Any) -> Dict[str, Tuple[Any, Any]]:
         """{key: (action, its log-probability)} with these policies and heads (TensorFlow's or
         their NumPy twins), drawing from `random` (their generator)."""
-        outputs = {}
-        for key, observation in observations.items():
-            head, legal_actions = heads[key], observation.legal_actions
-            policy_outputs = policies[key](observation.observation)
-            if self._greedy:
-                action = head.greedy(policy_outputs, legal_actions)
-                outputs[key] = (action, head.log_prob(policy_outputs, legal_actions, action))
-            else:
-                outputs[key] = head.sample(policy_outputs, legal_actions, random)
-        return outputs
+        return {key: self._choose(heads[key], policies[key](observation.observation),
+                                  observation.legal_actions, random)
+                for key, observation in observations.items()}
+
+    def _choose(self, head: Any, policy_outputs: Any, legal_actions: Any,
+                random: Any) -> Tuple[Any, Any]:
+        """(action, its log-probability): sampled, or the most likely when greedy."""
+        if self._greedy:
+            action = head.greedy(policy_outputs, legal_actions)
+            return action, head.log_prob(policy_outputs, legal_actions, action)
+        return head.sample(policy_outputs, legal_actions, random)
 
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action; keeps the log-probabilities."""
@@ -128,3 +135,138 @@ class MAPPOExecutor(MADQNExecutor):
                 raise ValueError("this executor stores the environment's extras; got none")
             observation.update(extras)
         return stacked._replace(observation=observation)
+
+
+def critic_input_rows(stacked: Mapping[str, OLT], key: str, global_state: Optional[np.ndarray]
+                      ) -> np.ndarray:
+    """What network `key`'s critic sees, [agents, C] float32, as the trainer builds it
+    (`MAPPOTrainer.critic_inputs`): each agent's flattened observation, after `global_state`
+    (flattened) when there is one (a centralised critic)."""
+    own = np.asarray(stacked[key].observation, np.float32)
+    own = own.reshape(own.shape[0], -1)
+    if global_state is None:
+        return own
+    state = np.asarray(global_state, np.float32).reshape(1, -1)
+    return np.concatenate([np.repeat(state, own.shape[0], axis=0), own], axis=-1)
+
+
+class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
+    """MAPPO's executor for recurrent policies and critics: every agent's states carry through
+    its episode.
+
+    Policy states are handled as `RecurrentMADQNExecutor` handles its
+    Q-networks' (reset exactly when an episode starts, frozen for agents that
+    have left, NumPy twins when the networks have them, greedy evaluation the
+    same way). An executor writing to replay also steps each critic on what it
+    sees at every observation (the global state and the agent's observation
+    when `centralised`), so that replay stores, with each observation, the
+    policy state the agents act from there (`"policy_state"`) and the critic
+    state their value is computed from (`"critic_state"`): the trainer unrolls
+    its chunks from them.
+    """
+
+    def __init__(self, networks: MAPPONetworks, *args: Any, centralised: bool = False,
+                 **kwargs: Any):
+        """`MAPPOExecutor`'s arguments, and whether the critics are `centralised` (MAPPO's)."""
+        super().__init__(networks, *args, **kwargs)
+        self._centralised = centralised
+        self.critic_states = RecurrentStates(lambda: self._initial(networks.critics))
+        self._numpy_critics = (NumpyNetworks.of(networks.critics, self._variable_client)
+                               if self.acts_in_numpy else None)
+        self._critic_step: Optional[Callable[..., Any]] = None  # Compiled on first use.
+
+    def initial_states(self) -> Dict[str, Any]:
+        """Every policy's initial state, one row per agent using it."""
+        return self._initial(self._networks.policies)
+
+    def _initial(self, modules: Mapping[str, Any]) -> Dict[str, Any]:
+        return {key: modules[key].initial_state(len(agents))
+                for key, agents in self._stacker.agents_by_network.items()}
+
+    def _batched_policy(self, observations: Dict[str, OLT], states: Dict[str, Any],
+                        epsilon: tf.Tensor):
+        del epsilon  # The policy explores by sampling.
+        return self._recurrent_policy_with(observations, states, self._networks.policies,
+                                           self._networks.heads, self._generator)
+
+    def _numpy_policy(self, observations: Dict[str, OLT], states: Dict[str, Any],
+                      epsilon: float):
+        del epsilon
+        return self._recurrent_policy_with(observations, states, self._numpy_networks,
+                                           self._numpy_heads, self._rng)
+
+    def _recurrent_policy_with(self, observations: Dict[str, OLT], states: Dict[str, Any],
+                               policies: Mapping[str, Any], heads: Mapping[str, Any],
+                               random: Any) -> Tuple[Dict[str, Tuple[Any, Any]], Dict[str, Any]]:
+        """({key: (action, log-probability)}, new states), as `_policy_with`."""
+        outputs, new_states = {}, {}
+        for key, observation in observations.items():
+            policy_outputs, new_states[key] = policies[key](observation.observation, states[key])
+            outputs[key] = self._choose(heads[key], policy_outputs, observation.legal_actions,
+                                        random)
+        return outputs, new_states
+
+    def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
+        """Maps each agent's `OLT` observation to an action, advancing the agents' policy states;
+        keeps the log-probabilities."""
+        stacked = self._stack_observation(observations)
+        outputs, new_states = self.policy_outputs(stacked)
+        self.states.advance(new_states, _present(stacked))
+        self._log_probs = {key: log_prob for key, (_, log_prob) in outputs.items()}
+        return self._stacker.unstack({key: action for key, (action, _) in outputs.items()})
+
+    def observe_first(self, timestep: dm_env.TimeStep,
+                      extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Starts an episode: every policy and critic state reset, the first observation in
+        replay with them."""
+        self._start_episode(timestep)
+        self.critic_states.reset()
+        if self._adder is not None:
+            self._adder.add_first(self._stored_timestep(timestep, extras))
+            self._advance_critics(timestep, extras, new_episode=True)
+
+    def observe(self, actions: Dict[str, Any], next_timestep: dm_env.TimeStep,
+                extras: Optional[Mapping[str, Any]] = None) -> None:
+        """Records a step (see `MAPPOExecutor.observe`), the next observation with the states
+        the agents act and are valued from there."""
+        super().observe(actions, next_timestep, extras)
+        if self._adder is not None:
+            self._advance_critics(next_timestep, extras)
+
+    def _stored_timestep(self, timestep: dm_env.TimeStep,
+                         extras: Optional[Mapping[str, Any]]) -> dm_env.TimeStep:
+        stored = super()._stored_timestep(timestep, extras)
+        return stored._replace(observation={**stored.observation,
+                                            POLICY_STATE: self.states.current,
+                                            CRITIC_STATE: self.critic_states.current})
+
+    def _advance_critics(self, timestep: dm_env.TimeStep, extras: Optional[Mapping[str, Any]],
+                         new_episode: bool = False) -> None:
+        """Steps every critic on what it sees at `timestep`'s observation."""
+        stacked = self._stack_observation(timestep.observation)
+        global_state = None
+        if self._centralised:
+            if self._stores_state:
+                global_state = extras["env_state"]
+            else:  # The concatenation of every agent's observation, networks in sorted order.
+                global_state = np.concatenate([
+                    np.asarray(stacked[key].observation, np.float32).reshape(-1)
+                    for key in sorted(stacked)])
+        inputs = {key: critic_input_rows(stacked, key, global_state) for key in stacked}
+        states = self.critic_states.current
+        if self._numpy_critics is not None:
+            self._numpy_critics.sync(new_episode)
+            new_states = {key: self._numpy_critics[key](inputs[key], states[key])[1]
+                          for key in inputs}
+        else:
+            if self._critic_step is None:
+                self._critic_step = tf.function(lambda inputs, states: {
+                    key: self._networks.critics[key](inputs[key], states[key])[1]
+                    for key in inputs})
+            new_states = tree.map_structure(np.asarray, self._critic_step(inputs, states))
+        self.critic_states.advance(new_states, _present(stacked))
+
+
+def _present(stacked: Mapping[str, OLT]) -> Dict[str, np.ndarray]:
+    """Per network, 1 for the agents still in the episode (their `terminal` flag unset)."""
+    return {key: 1.0 - np.asarray(observation.terminal) for key, observation in stacked.items()}

@@ -9,9 +9,9 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, register_numpy_twin,
-                                                    sequential_twin)
-from mava_systems.components.recurrent_states import refuse_recurrent
+from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, numpy_twin,
+                                                    register_numpy_twin, sequential_twin)
+from mava_systems.components.recurrent_states import is_recurrent
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.mappo.policies import make_head
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
@@ -19,6 +19,7 @@ from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_spe
 # network_factory(observation_spec, action_spec, critic_input_spec) -> (policy, critic):
 # the policy maps observations [B, *obs] to logits [B, num_actions] (discrete actions) or to
 # (mean, log_std) [B, D] each (continuous); the critic maps its inputs [B, S] to values [B].
+# With `MAPPOConfig(recurrent=True)` both are `snt.RNNCore`s: (inputs, state) -> (outputs, state).
 NetworkFactory = Callable[[specs.Array, specs.Array, specs.Array], Tuple[snt.Module, snt.Module]]
 
 
@@ -95,6 +96,111 @@ class ValueCritic(snt.Module):
         return tf.squeeze(self._mlp(flatten(inputs)), axis=-1)
 
 
+class RecurrentMLPCore(snt.RNNCore):
+    """The reference recurrent policy or critic (the MAPPO paper's): flatten, ReLU input
+    layer(s), a GRU and a linear head; `(inputs [B, ...], state [B, gru_size]) -> (outputs,
+    new state)`, the outputs shaped by `outputs` (a subclass's)."""
+
+    def __init__(self, input_sizes: Sequence[int], gru_size: int, output_size: int, name: str):
+        super().__init__(name=name)
+        self.input_layer = snt.nets.MLP(list(input_sizes), activate_final=True, name="input_layer")
+        self.gru = snt.GRU(gru_size, name="gru")
+        self.head = snt.Linear(output_size, name="head",
+                               w_init=snt.initializers.Orthogonal(gain=0.01))
+
+    def __call__(self, inputs: tf.Tensor, state: tf.Tensor) -> Tuple[Any, tf.Tensor]:
+        output, state = self.gru(self.input_layer(flatten(inputs)), state)
+        return self.outputs(self.head(output)), state
+
+    def outputs(self, head_output: Any) -> Any:
+        """The core's outputs from its head's (TensorFlow tensors, or NumPy arrays in the NumPy
+        twin unless the core has a `log_std`): as they are."""
+        return head_output
+
+    def initial_state(self, batch_size: int, **unused_kwargs: Any) -> tf.Tensor:
+        """Zeros: the state at every episode start."""
+        return self.gru.initial_state(batch_size)
+
+
+class RecurrentCategoricalPolicy(RecurrentMLPCore):
+    """A `RecurrentMLPCore` with one logit per action."""
+
+    def __init__(self, num_actions: int, input_sizes: Sequence[int], gru_size: int,
+                 name: str = "recurrent_policy"):
+        super().__init__(input_sizes, gru_size, num_actions, name)
+
+
+class RecurrentGaussianPolicy(RecurrentMLPCore):
+    """A `RecurrentMLPCore` with the mean of each action dimension, and a learnt log standard
+    deviation per dimension (as `GaussianPolicy`'s)."""
+
+    def __init__(self, action_size: int, input_sizes: Sequence[int], gru_size: int,
+                 init_log_std: float, name: str = "recurrent_policy"):
+        super().__init__(input_sizes, gru_size, action_size, name)
+        self.log_std = tf.Variable(tf.fill([action_size], float(init_log_std)), name="log_std")
+
+    def outputs(self, head_output: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+        """(mean, log_std), each [B, D]."""
+        return head_output, tf.zeros_like(head_output) + self.log_std
+
+
+class RecurrentValueCritic(RecurrentMLPCore):
+    """A `RecurrentMLPCore` with one value: `(inputs [B, S], state) -> (values [B], state)`."""
+
+    def __init__(self, input_sizes: Sequence[int], gru_size: int, name: str = "recurrent_critic"):
+        super().__init__(input_sizes, gru_size, 1, name)
+
+    def outputs(self, head_output: Any) -> Any:
+        return head_output[:, 0]
+
+
+class NumpyRecurrentMLPCore(NumpyLayer):
+    """A `RecurrentMLPCore`'s NumPy twin: `(inputs, state) -> (outputs, new state)`."""
+
+    def __init__(self, core: RecurrentMLPCore, *sublayers: NumpyLayer):
+        super().__init__(*sublayers)
+        self._core = core
+        self._log_std: Optional[np.ndarray] = None
+
+    def read_variables(self) -> None:
+        if isinstance(self._core, RecurrentGaussianPolicy):
+            self._log_std = self._core.log_std.numpy()
+
+    def __call__(self, inputs: np.ndarray, state: np.ndarray = None) -> Any:
+        input_layer, gru, head = self.sublayers
+        output, state = gru(input_layer(np.asarray(inputs, np.float32)), state)
+        output = head(output)
+        if self._log_std is not None:
+            return (output, np.zeros_like(output) + self._log_std), state
+        return self._core.outputs(output), state
+
+
+def _numpy_recurrent_core(core: RecurrentMLPCore) -> Optional[NumpyLayer]:
+    """A `RecurrentMLPCore`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    parts = (sequential_twin(FLATTEN, core.input_layer), numpy_twin(core.gru),
+             numpy_twin(core.head))
+    return None if any(part is None for part in parts) else NumpyRecurrentMLPCore(core, *parts)
+
+
+for _core_type in (RecurrentCategoricalPolicy, RecurrentGaussianPolicy, RecurrentValueCritic):
+    register_numpy_twin(_core_type)(_numpy_recurrent_core)
+
+
+def make_recurrent_networks(observation_spec: specs.Array, action_spec: specs.Array,
+                            critic_input_spec: specs.Array, input_sizes: Sequence[int] = (64,),
+                            gru_size: int = 64, init_log_std: float = -0.5
+                            ) -> Tuple[snt.RNNCore, snt.RNNCore]:
+    """The reference recurrent networks: a categorical or Gaussian recurrent policy and a
+    recurrent critic (see `RecurrentMLPCore`)."""
+    del observation_spec, critic_input_spec
+    if isinstance(action_spec, specs.DiscreteArray):
+        policy = RecurrentCategoricalPolicy(action_spec.num_values, input_sizes, gru_size)
+    else:
+        policy = RecurrentGaussianPolicy(int(np.prod(action_spec.shape)), input_sizes, gru_size,
+                                         init_log_std)
+    return policy, RecurrentValueCritic(input_sizes, gru_size)
+
+
 def make_mlp_networks(observation_spec: specs.Array, action_spec: specs.Array,
                       critic_input_spec: specs.Array, hidden_sizes: Sequence[int] = (64, 64),
                       init_log_std: float = -0.5) -> Tuple[snt.Module, snt.Module]:
@@ -113,6 +219,13 @@ def mlp_network_factory(hidden_sizes: Sequence[int], init_log_std: float) -> Net
                              init_log_std=init_log_std)
 
 
+def recurrent_network_factory(input_sizes: Sequence[int], gru_size: int,
+                              init_log_std: float) -> NetworkFactory:
+    """`make_recurrent_networks` with these sizes (a `NetworkFactory`)."""
+    return functools.partial(make_recurrent_networks, input_sizes=tuple(input_sizes),
+                             gru_size=gru_size, init_log_std=init_log_std)
+
+
 @dataclasses.dataclass
 class MAPPONetworks:
     """Policies and critics by network key, their action heads, and which agent uses which."""
@@ -124,6 +237,11 @@ class MAPPONetworks:
     # The trainer step of the policies' variables (executors fetch it with them).
     policy_version: tf.Variable = dataclasses.field(
         default_factory=lambda: tf.Variable(0, dtype=tf.int64, trainable=False))
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policies and critics are recurrent cores (called with a state)."""
+        return any(is_recurrent(policy) for policy in self.policies.values())
 
     @property
     def agents_by_network(self) -> Dict[str, List[str]]:
@@ -138,23 +256,50 @@ class MAPPONetworks:
 
 def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[str, str],
                   network_factory: NetworkFactory,
-                  critic_input_specs: Mapping[str, specs.Array]) -> MAPPONetworks:
+                  critic_input_specs: Mapping[str, specs.Array],
+                  recurrent: bool = False) -> MAPPONetworks:
     """Builds (and creates the variables of) every policy and critic.
 
     `critic_input_specs[key]` is the spec of what network `key`'s critic sees per agent.
+    With `recurrent`, every policy and critic must be an `snt.RNNCore`; without it, none may be.
 
     Raises:
       ValueError: if agents sharing networks have different specs, on an action
-        spec MAPPO cannot act in, or networks whose outputs do not fit the specs.
+        spec MAPPO cannot act in, networks whose outputs do not fit the specs, or
+        a network that is (or is not) recurrent against `recurrent`.
     """
     policies, critics, heads = {}, {}, {}
     for key, _, observation_spec, action_spec in network_specs(environment_spec, agent_networks):
         heads[key] = make_head(action_spec)
         policy, critic = network_factory(observation_spec, action_spec, critic_input_specs[key])
-        refuse_recurrent("MAPPO", key, policy=policy, critic=critic)
+        check_recurrent(key, recurrent, policy=policy, critic=critic)
         check_outputs(key, policy, critic, observation_spec, action_spec, critic_input_specs[key])
         policies[key], critics[key] = policy, critic
     return MAPPONetworks(policies, critics, heads, dict(agent_networks))
+
+
+def check_recurrent(key: str, recurrent: bool, **networks: snt.Module) -> None:
+    """Raises ValueError if one of `networks` (by role) of network `key` is, or is not, a
+    recurrent core against the config's `recurrent` switch."""
+    for role, network in networks.items():
+        if is_recurrent(network) and not recurrent:
+            raise ValueError(
+                f"network {key!r}'s {role} ({type(network).__name__}) is a recurrent core (an "
+                "snt.RNNCore, called with a state): set the config's recurrent=True to train it "
+                "on chunks with their stored states")
+        if recurrent and not is_recurrent(network):
+            raise ValueError(
+                f"the config has recurrent=True, but network {key!r}'s {role} "
+                f"({type(network).__name__}) is not a recurrent core: give a network_factory "
+                "returning a (policy, critic) pair of snt.RNNCores, or leave it None for the "
+                "reference GRU policy and critic")
+
+
+def _call_once(network: snt.Module, inputs: tf.Tensor) -> Any:
+    """The network's outputs on `inputs` (from its initial state, if recurrent)."""
+    if is_recurrent(network):
+        return network(inputs, network.initial_state(int(inputs.shape[0])))[0]
+    return network(inputs)
 
 
 def check_outputs(key: str, policy: snt.Module, critic: snt.Module, observation_spec: specs.Array,
@@ -165,7 +310,7 @@ def check_outputs(key: str, policy: snt.Module, critic: snt.Module, observation_
       ValueError: naming network `key`, if an output does not fit its spec.
     """
     observation = tf.zeros((1,) + tuple(observation_spec.shape), observation_spec.dtype)
-    outputs = policy(observation)
+    outputs = _call_once(policy, observation)
     if isinstance(action_spec, specs.DiscreteArray):
         expected, shapes = f"logits of shape (1, {action_spec.num_values})", [outputs.shape]
         fits = tuple(outputs.shape) == (1, action_spec.num_values)
@@ -176,7 +321,7 @@ def check_outputs(key: str, policy: snt.Module, critic: snt.Module, observation_
         fits = len(shapes) == 2 and all(tuple(shape) == size for shape in shapes)
     if not fits:
         raise ValueError(f"policy {key!r} must return {expected}, got shapes {shapes}")
-    value = critic(tf.zeros((1,) + tuple(critic_input_spec.shape), tf.float32))
+    value = _call_once(critic, tf.zeros((1,) + tuple(critic_input_spec.shape), tf.float32))
     if tuple(value.shape) != (1,):
         raise ValueError(f"critic {key!r} must return one value per row, shape (1,), "
                          f"got {tuple(value.shape)}")

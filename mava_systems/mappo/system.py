@@ -9,7 +9,8 @@ from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.madqn.system import MADQN
 from mava_systems.mappo.builder import MAPPOBuilder
 from mava_systems.mappo.config import MAPPOConfig
-from mava_systems.mappo.networks import NetworkFactory, mlp_network_factory
+from mava_systems.mappo.networks import (NetworkFactory, mlp_network_factory,
+                                         recurrent_network_factory)
 
 
 class MAPPO(MADQN):
@@ -57,8 +58,9 @@ class MAPPO(MADQN):
           environment_factory: `factory(evaluation=False, seed=None)` returning a
             `wrappers.MultiAgentEnvironment` with discrete or continuous actions.
           network_factory: `factory(observation_spec, action_spec, critic_input_spec)`
-            returning a (policy, critic) pair (see `NetworkFactory`); None for MLPs
-            with `config.hidden_sizes`.
+            returning a (policy, critic) pair (see `NetworkFactory`), both `snt.RNNCore`s
+            with `config.recurrent`; None for MLPs with `config.hidden_sizes` (or the
+            reference GRU policy and critic with `config.recurrent`).
           num_executors: executor nodes (at least 1); each samples its policies.
           num_caches: variable caches between trainer and executors (0: none).
           max_executor_steps: stop the program after this many executor steps.
@@ -89,7 +91,12 @@ class MAPPO(MADQN):
         return [ConstantEpsilon(0.0)] * num_executors
 
     def make_default_network_factory(self) -> NetworkFactory:
-        """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`)."""
+        """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`), or with
+        `config.recurrent` the reference recurrent ones (`hidden_sizes` ReLU input layers, a GRU
+        of `rnn_hidden_size` units, a head: see `make_recurrent_networks`)."""
+        if self.config.recurrent:
+            return recurrent_network_factory(self.config.hidden_sizes, self.config.rnn_hidden_size,
+                                             self.config.init_log_std)
         return mlp_network_factory(self.config.hidden_sizes, self.config.init_log_std)
 
     def replay_item_description(self, table: Any) -> str:

@@ -18,7 +18,7 @@ import tensorflow as tf
 from mava_systems.components.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import variables_as_numpy
 from mava_systems.mappo.config import MAPPOConfig
-from mava_systems.mappo.execution import AGENTS
+from mava_systems.mappo.execution import AGENTS, CRITIC_STATE, POLICY_STATE
 from mava_systems.mappo.networks import MAPPONetworks
 
 # The extra (and variable name) holding the trainer step of the policy that acted.
@@ -215,10 +215,27 @@ class MAPPOTrainer(TrainerLoop):
 
     def values(self, key: str, critic_inputs: tf.Tensor, dims: int) -> tf.Tensor:
         """The critic's values of network `key` in return units (denormalised): [d1..dk]."""
-        values = apply_rows(self._networks.critics[key], critic_inputs, dims)
+        return self.denormalised(key, apply_rows(self._networks.critics[key], critic_inputs, dims))
+
+    def denormalised(self, key: str, values: tf.Tensor) -> tf.Tensor:
+        """Values of network `key`'s critic in return units."""
         if key in self._normalisers:
             return self._normalisers[key].denormalize(values)
         return values
+
+    def sequence_values(self, key: str, steps: reverb_base.Step,
+                        critic_inputs: tf.Tensor) -> tf.Tensor:
+        """The critic's values (in return units) at every step of the batch's sequences [B, T, A]."""
+        del steps
+        return self.values(key, critic_inputs, 3)
+
+    def policy_outputs(self, key: str, batch: Dict[str, Any]) -> Any:
+        """Network `key`'s policy outputs on a minibatch's observations: [B, T, A, ...]."""
+        return apply_rows(self._networks.policies[key], batch["observation"], 3)
+
+    def critic_values(self, key: str, batch: Dict[str, Any]) -> tf.Tensor:
+        """Network `key`'s critic values (in its units) on a minibatch: [B, T, A]."""
+        return apply_rows(self._networks.critics[key], batch["critic_inputs"], 3)
 
     def critic_inputs(self, key: str, steps: reverb_base.Step) -> tf.Tensor:
         """What network `key`'s critic sees, [B, T, A, C]: each agent's flattened observation,
@@ -228,7 +245,8 @@ class MAPPOTrainer(TrainerLoop):
             return own
         if self._state_from_observations:
             state = tf.concat([flatten_trailing(observation.observation, 2)
-                               for observation in steps.observation[AGENTS].values()], axis=-1)
+                               for _, observation in sorted(steps.observation[AGENTS].items())],
+                              axis=-1)
         else:
             state = flatten_trailing(steps.observation["env_state"], 2)
         num_agents = tf.shape(own)[2]
@@ -244,7 +262,7 @@ class MAPPOTrainer(TrainerLoop):
         """
         observation = steps.observation[AGENTS][key]
         critic_inputs = self.critic_inputs(key, steps)
-        old_values = self.values(key, critic_inputs, 3)  # [B, T, A]
+        old_values = self.sequence_values(key, steps, critic_inputs)  # [B, T, A]
         num_agents = tf.shape(old_values)[2]
         starts = tf.tile(steps.start_of_episode[:, 1:, None], tf.stack([1, 1, num_agents]))
         is_transition = tf.logical_and(tf.logical_not(starts), fresh[:, None, None])
@@ -281,7 +299,7 @@ class MAPPOTrainer(TrainerLoop):
         """The clipped surrogate loss (minus the entropy bonus) on a minibatch, and statistics."""
         head = self._networks.heads[key]
         mask = batch["is_transition"]
-        outputs = apply_rows(self._networks.policies[key], batch["observation"], 3)
+        outputs = self.policy_outputs(key, batch)
         log_prob = head.log_prob(outputs, batch["legal_actions"], batch["action"])
         # Zeroed off transitions before exp(): their stored log-probabilities are padding.
         log_ratio = tf.where(mask, log_prob - batch["behaviour_log_prob"], 0.0)
@@ -301,7 +319,7 @@ class MAPPOTrainer(TrainerLoop):
                    ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         """The (optionally clipped) squared value error in the critic's units, weighted by
         `baseline_cost`, on a minibatch."""
-        values = apply_rows(self._networks.critics[key], batch["critic_inputs"], 3)
+        values = self.critic_values(key, batch)
         targets = batch["value_targets"]
         error = 0.5 * tf.square(values - targets)
         clip = self._config.value_clip_epsilon
@@ -374,7 +392,7 @@ class MAPPOTrainer(TrainerLoop):
         """
         batch = self.prepare(key, steps, fresh)
         num_epochs, num_minibatches = self._config.num_epochs, self._config.num_minibatches
-        batch_size = tf.shape(fresh)[0]
+        batch_size = tf.shape(batch["is_transition"])[0]  # Sequences (or chunks).
         minibatch_size = batch_size // num_minibatches
         # One shuffled order of the sequences per epoch.
         orders = tf.argsort(self._generator.uniform(tf.stack([num_epochs, batch_size])), axis=-1)
@@ -382,7 +400,7 @@ class MAPPOTrainer(TrainerLoop):
         def update(index: tf.Tensor, totals: Dict[str, tf.Tensor]):
             start = (index % num_minibatches) * minibatch_size
             rows = orders[index // num_minibatches, start:start + minibatch_size]
-            minibatch = {name: tf.gather(value, rows) for name, value in batch.items()}
+            minibatch = tf.nest.map_structure(lambda value: tf.gather(value, rows), batch)
             fetches = self.minibatch_step(key, minibatch)
             return index + 1, {name: totals[name] + fetches[name] for name in totals}
 
@@ -430,4 +448,103 @@ class MAPPOTrainer(TrainerLoop):
         """The current variables of the named policies (and, for `policy_version`, the trainer
         step they are from): what executors act with."""
         return [[self._num_steps.numpy()] if name == POLICY_VERSION
+                else variables_as_numpy(self._networks.critics, [name[len("critic/"):]])[0]
+                if name.startswith("critic/")
                 else variables_as_numpy(self._networks.policies, [name])[0] for name in names]
+
+
+def unroll(core: Any, inputs: tf.Tensor, stored_states: Any, resets: tf.Tensor,
+           present: tf.Tensor) -> Any:
+    """A recurrent core over sequences of stacked agents, as executors step it: [B, T, A, ...].
+
+    The state at step 0, and at every step whose `resets` [B, T] is set (an
+    episode start), is the one stored there (`stored_states`, a nest of
+    [B, T, A, ...]); elsewhere it is the one the previous step left, except
+    for agents not `present` ([B, T, A] 0/1: they have left) whose state stays.
+    """
+    length = inputs.shape[1]
+    batch_size, num_agents = tf.shape(inputs)[0], tf.shape(inputs)[2]
+
+    def time_major_rows(tensor: tf.Tensor) -> tf.Tensor:  # [B, T, A, ...] -> [T, B * A, ...]
+        perm = [1, 0] + list(range(2, len(tensor.shape)))
+        return tf.reshape(tf.transpose(tensor, perm),
+                          tf.concat([[length, -1], tf.shape(tensor)[3:]], 0))
+
+    def where(condition: tf.Tensor, new: Any, old: Any) -> Any:
+        return tf.nest.map_structure(
+            lambda n, o: tf.where(tf.reshape(condition, [-1] + [1] * (len(n.shape) - 1)), n, o),
+            new, old)
+
+    inputs = time_major_rows(inputs)
+    stored = tf.nest.map_structure(time_major_rows, stored_states)
+    resets = time_major_rows(tf.tile(resets[:, :, None], tf.stack([1, 1, num_agents])))
+    present = time_major_rows(present) > 0
+    state = tf.nest.map_structure(lambda states: states[0], stored)
+    outputs = []
+    for t in range(length):
+        if t > 0:
+            state = where(resets[t], tf.nest.map_structure(lambda states: states[t], stored),
+                          state)
+        output, new_state = core(inputs[t], state)
+        state = where(present[t], new_state, state)
+        outputs.append(output)
+    leading = tf.stack([batch_size, num_agents])
+    return tf.nest.map_structure(
+        lambda *steps: tf.stack([tf.reshape(step, tf.concat([leading, tf.shape(step)[1:]], 0))
+                                 for step in steps], axis=1),
+        *outputs)
+
+
+class RecurrentMAPPOTrainer(MAPPOTrainer):
+    """MAPPO's trainer for recurrent policies and critics: chunks unrolled from stored states.
+
+    Advantages and value targets are computed over each whole sequence as the
+    feedforward trainer computes them, the critic unrolled from the state
+    stored at the sequence's first step. The sequence's steps (all but its
+    bootstrap step) are then cut into chunks of `config.steps_per_chunk` steps
+    (the MAPPO paper's data chunks); minibatches hold whole chunks, and the
+    policy and critic are unrolled over each chunk from the states stored at
+    its first step (see `unroll`: episode starts within a chunk take their
+    stored, initial, state). Steps that are not transitions (final
+    observations, dropped sequences) are masked out of every loss, as in the
+    feedforward trainer.
+    """
+
+    def sequence_values(self, key: str, steps: reverb_base.Step,
+                        critic_inputs: tf.Tensor) -> tf.Tensor:
+        """The critic unrolled over each sequence from its stored state, in return units."""
+        observation = steps.observation
+        return self.denormalised(key, unroll(
+            self._networks.critics[key], critic_inputs, observation[CRITIC_STATE][key],
+            steps.start_of_episode, 1.0 - tf.cast(observation[AGENTS][key].terminal, tf.float32)))
+
+    def prepare(self, key: str, steps: reverb_base.Step, fresh: tf.Tensor) -> Dict[str, Any]:
+        """`MAPPOTrainer.prepare`'s data with each step's stored states, which steps start an
+        episode and which agents are present, cut into chunks: [B * chunks, chunk_length, A, ...]."""
+        batch = super().prepare(key, steps, fresh)
+        observation = steps.observation
+        batch.update({
+            POLICY_STATE: tf.nest.map_structure(lambda state: state[:, :-1],
+                                                observation[POLICY_STATE][key]),
+            CRITIC_STATE: tf.nest.map_structure(lambda state: state[:, :-1],
+                                                observation[CRITIC_STATE][key]),
+            "resets": steps.start_of_episode[:, :-1],
+            "present": 1.0 - tf.cast(observation[AGENTS][key].terminal[:, :-1], tf.float32)})
+        length = self._config.steps_per_chunk
+
+        def chunks(value: tf.Tensor) -> tf.Tensor:
+            chunked = tf.reshape(value, tf.concat([[-1, length], tf.shape(value)[2:]], 0))
+            chunked.set_shape([None, length] + value.shape[2:].as_list())
+            return chunked
+
+        return tf.nest.map_structure(chunks, batch)
+
+    def policy_outputs(self, key: str, batch: Dict[str, Any]) -> Any:
+        """The policy unrolled over each chunk from its stored state."""
+        return unroll(self._networks.policies[key], batch["observation"], batch[POLICY_STATE],
+                      batch["resets"], batch["present"])
+
+    def critic_values(self, key: str, batch: Dict[str, Any]) -> tf.Tensor:
+        """The critic unrolled over each chunk from its stored state (in its units)."""
+        return unroll(self._networks.critics[key], batch["critic_inputs"], batch[CRITIC_STATE],
+                      batch["resets"], batch["present"])
