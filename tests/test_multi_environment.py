@@ -7,6 +7,7 @@ import threading
 from acme.utils import counting
 import numpy as np
 import pytest
+import tree
 
 from mava_systems import registry
 from mava_systems.components.counting import ExecutorCounter
@@ -197,3 +198,53 @@ def test_a_bad_num_envs_per_executor_is_refused_naming_the_field(value):
 def test_recurrent_agents_refuse_several_environments():
     with pytest.raises(ValueError, match="num_envs_per_executor=2: recurrent agents"):
         MADQNConfig(recurrent=True, num_envs_per_executor=2)
+
+
+class RecordingSequenceAdder:
+    """Records every leaf an executor hands its adder (MAPPO's sequence adder's calls)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def add_first(self, timestep, *args):
+        self.calls.append(tree.flatten((timestep.observation, args)))
+
+    def add(self, action, next_timestep, extras=(), *args):
+        self.calls.append(tree.flatten((action, next_timestep, extras, args)))
+
+    def reset(self):
+        pass
+
+
+def test_mappo_streams_write_what_separate_executors_write_with_the_actors_policy_version(
+        tmp_path):
+    system = registry.system_class("mappo")(
+        wrappers.make_environment_factory("debug/line_world_v0"), run_dir=str(tmp_path / "run"))
+    builder = system.builder
+    networks = builder.make_networks()
+    seeds = environment_seeds(0, 0, 3, 0, RESUME_SEED_STRIDE)
+    separate = []
+    for seed in seeds:
+        adder = RecordingSequenceAdder()
+        executor = builder.make_executor(networks, adder=adder, seed=seed)
+        EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed),
+                        executor).run(num_episodes=2)
+        separate.append(adder.calls)
+    actor = builder.make_executor(networks, seed=list(seeds))
+    adders = [RecordingSequenceAdder() for _ in seeds]
+    streams = [builder.make_executor(networks, adder=adder, seed=seed)
+               for adder, seed in zip(adders, seeds)]
+    loop = MultiEnvironmentLoop(
+        [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
+        MultiEnvironmentExecutor(actor, streams))
+    loop.run(num_steps=2 * EPISODE_LENGTH * len(seeds))
+    for adder, expected in zip(adders, separate):
+        assert len(adder.calls) == len(expected) == 2 * (EPISODE_LENGTH + 1)
+        for call, reference in zip(adder.calls, expected):
+            for leaf, reference_leaf in zip(call, reference):
+                # Log-probabilities agree to float32 rounding: BLAS sums a bigger batch's
+                # products in another order. Everything else (actions, versions) is exact.
+                if np.issubdtype(np.asarray(leaf).dtype, np.floating):
+                    np.testing.assert_allclose(leaf, reference_leaf, rtol=1e-6, atol=1e-6)
+                else:
+                    np.testing.assert_array_equal(leaf, reference_leaf)

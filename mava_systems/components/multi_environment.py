@@ -129,7 +129,7 @@ class MultiEnvironmentExecutor:
                    for stream, observation in zip(self.streams, observations)]
         batch = tree.map_structure(lambda *rows: np.concatenate(rows), *stacked)
         outputs = self.actor.policy_outputs(batch, self.epsilon)
-        return [stream.actions_from_outputs(part)
+        return [stream.actions_from_outputs(part, self.actor)
                 for stream, part in zip(self.streams, split_rows(outputs, len(self.streams)))]
 
     def observe_first(self, index: int, timestep: dm_env.TimeStep, *extras: Any) -> None:
@@ -212,7 +212,7 @@ class MultiEnvironmentLoop:
                                  self._counts[self._steps_key], self._step_limit)
                     self._stop_event.wait()
                     return
-                taken += self.step()
+                taken += self._step_running()
         except ProgramStopping:
             pass
         finally:
@@ -220,8 +220,11 @@ class MultiEnvironmentLoop:
                 close_this_threads_writers()
 
     def step(self) -> int:
-        """One step of every running environment (starting episodes where none runs); returns
-        how many environments stepped."""
+        """Starts episodes where none runs (and the limit allows), then steps every running
+        environment once; returns how many stepped."""
+        return self._step_running() if self._start_episodes() else 0
+
+    def _step_running(self) -> int:
         if self._stop_event.is_set():
             raise ProgramStopping()
         running = [index for index, episode in enumerate(self._episodes) if episode is not None]

@@ -128,10 +128,13 @@ class MADQNExecutor:
         return self.actions_from_outputs(
             self.policy_outputs(self._stack_observation(observations), self.epsilon))
 
-    def actions_from_outputs(self, outputs: Any) -> Dict[str, Any]:
+    def actions_from_outputs(self, outputs: Any, actor: Optional["MADQNExecutor"] = None
+                             ) -> Dict[str, Any]:
         """Each agent's action from the policy's outputs on this executor's stacked observation
-        (`policy_outputs`), keeping what `observe` records of them (see `MultiEnvironmentExecutor`,
-        which computes the outputs of several executors in one call)."""
+        (`policy_outputs`), keeping what `observe` records of them. `actor` is the executor that
+        computed them, when another did (`MultiEnvironmentExecutor` computes the outputs of
+        several executors in one call)."""
+        del actor  # Nothing about the acting weights is recorded here.
         return self._stacker.unstack(outputs)
 
     def stacked_observation(self, observations: Dict[str, OLT]) -> Dict[str, OLT]:
