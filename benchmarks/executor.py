@@ -17,7 +17,8 @@ Every variant plays whole episodes (reset included) in one thread:
                    with continuous actions)
   executor_replay_envs_<N>  (d) with N environments per executor (`--num_envs`, e.g. 2,4,8,16):
                    one batched policy call for all N, one adder stream each, as
-                   `num_envs_per_executor=N` runs it; counted in environment steps
+                   `num_envs_per_executor=N` runs it; counted in environment steps (also
+                   executor_replay_<system>_envs_<N> for each of `--systems`)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN or QMIX (`--recurrent`, config recurrent=True: the reference GRU
                    agent), as a ratio of the same system's feedforward row
@@ -167,12 +168,13 @@ def main() -> None:
     from mava_systems.components.multi_environment import (MultiEnvironmentLoop,
                                                            environment_seeds)
 
-    def make_multi_environment_loop(num_envs: int) -> Callable[[], int]:
+    def make_multi_environment_loop(num_envs: int, system: Any = system,
+                                    client: Any = client) -> Callable[[], int]:
         seeds = environment_seeds(args.seed, 0, num_envs, 0, 1)
         executor = system.multi_environment_executor(
             system.builder.make_networks(), ConstantEpsilon(args.epsilon), client, None, seeds)
-        loop = MultiEnvironmentLoop([factory(evaluation=False, seed=seed) for seed in seeds],
-                                    executor)
+        loop = MultiEnvironmentLoop(
+            [system.environment_factory(evaluation=False, seed=seed) for seed in seeds], executor)
         return lambda: sum(loop.step() for _ in range(ENVS_ITERATIONS))
 
     random_env = factory(evaluation=False, seed=args.seed)
@@ -194,6 +196,9 @@ def main() -> None:
     num_envs = [int(value) for value in args.num_envs.split(",") if value.strip()]
     for count in num_envs:
         variants[ENVS_VARIANT.format(count)] = make_multi_environment_loop(count)
+        for name, (other, _, other_client) in other_systems.items():
+            variants[f"{SYSTEM_VARIANT.format(name)}_envs_{count}"] = (
+                make_multi_environment_loop(count, other, other_client))
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -218,7 +223,10 @@ def main() -> None:
               **{RECURRENT_VARIANT.format(name): f"(d) with {name.upper()}'s recurrent executor"
                  f" ({acting[name + ' recurrent']} acting)" for name in recurrent_systems},
               **{ENVS_VARIANT.format(count): f"(d) with {count} environments per executor"
-                 for count in num_envs}}
+                 for count in num_envs},
+              **{f"{SYSTEM_VARIANT.format(name)}_envs_{count}":
+                 f"(d) with {name.upper()}'s executor, {count} environments per executor"
+                 for name in other_systems for count in num_envs}}
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
@@ -249,6 +257,11 @@ def main() -> None:
         print(f"{count} environments per executor: "
               f"{common.fmt(common.ratio(medians[ENVS_VARIANT.format(count)], replay_sps), 3)} "
               "x the steps/s of (d), one environment")
+        for name in other_systems:
+            single = medians[SYSTEM_VARIANT.format(name)]
+            several = medians[f"{SYSTEM_VARIANT.format(name)}_envs_{count}"]
+            print(f"{name.upper()}, {count} environments per executor: "
+                  f"{common.fmt(common.ratio(several, single), 3)} x its one-environment steps/s")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

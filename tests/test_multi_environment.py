@@ -216,23 +216,28 @@ class RecordingSequenceAdder:
         pass
 
 
-def test_mappo_streams_write_what_separate_executors_write_with_the_actors_policy_version(
-        tmp_path):
-    system = registry.system_class("mappo")(
-        wrappers.make_environment_factory("debug/line_world_v0"), run_dir=str(tmp_path / "run"))
+@pytest.mark.parametrize("name, environment, kwargs", [
+    ("mappo", "debug/line_world_v0", {}),
+    ("maddpg", "mpe/simple_spread_v3", {"continuous_actions": True, "max_cycles": 10})])
+def test_mappo_and_maddpg_streams_write_what_separate_executors_write(
+        tmp_path, name, environment, kwargs):
+    """MAPPO's sampled actions and log-probabilities and MADDPG's Gaussian exploration noise
+    come from each environment's own generator, through one policy call."""
+    system = registry.system_class(name)(wrappers.make_environment_factory(environment, **kwargs),
+                                         run_dir=str(tmp_path / "run"))
     builder = system.builder
     networks = builder.make_networks()
     seeds = environment_seeds(0, 0, 3, 0, RESUME_SEED_STRIDE)
     separate = []
     for seed in seeds:
         adder = RecordingSequenceAdder()
-        executor = builder.make_executor(networks, adder=adder, seed=seed)
+        executor = builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
         EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed),
                         executor).run(num_episodes=2)
         separate.append(adder.calls)
-    actor = builder.make_executor(networks, seed=list(seeds))
+    actor = builder.make_executor(networks, ConstantEpsilon(0.3), seed=list(seeds))
     adders = [RecordingSequenceAdder() for _ in seeds]
-    streams = [builder.make_executor(networks, adder=adder, seed=seed)
+    streams = [builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
                for adder, seed in zip(adders, seeds)]
     loop = MultiEnvironmentLoop(
         [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
