@@ -104,7 +104,7 @@ def test_each_stream_writes_exactly_what_a_separate_executor_writes(system, num_
     counter = ExecutorCounter(counting.Counter(), 1, time_delta=0.0)
     loop = MultiEnvironmentLoop(
         [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
-        executor, counter)
+        executor, counter=counter)
     loop.run(num_steps=episodes * EPISODE_LENGTH * num_envs)
 
     for expected, client in zip(separate, clients):
@@ -140,7 +140,7 @@ def test_the_loop_stops_within_one_episode_per_environment_of_the_limit(system, 
     counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
     loop = MultiEnvironmentLoop(
         [system.environment_factory(evaluation=False, seed=seed) for seed in seeds], executor,
-        counter, stop_event=ReturningEvent(), step_limit=limit)
+        counter=counter, stop_event=ReturningEvent(), step_limit=limit)
     loop.run()
     steps = counter.get_counts()["executor_steps"]
     assert limit <= steps <= limit - 1 + num_envs * EPISODE_LENGTH

@@ -92,7 +92,30 @@ class EpisodeStatistics:
         }
 
 
-class EnvironmentLoop:
+class CountedLoop:
+    """What every environment loop shares: its counter, logger, stop event and step limit."""
+
+    def __init__(
+        self,
+        counter: Optional[counting.Counter] = None,
+        logger: Optional[loggers.Logger] = None,
+        extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
+        stop_event: Optional[threading.Event] = None,
+        step_limit: Optional[int] = None,
+        steps_key: str = "executor_steps",
+    ):
+        self._counter = counter or counting.Counter()
+        self._logger = logger or loggers.NoOpLogger()
+        self._extra_log_fn = extra_log_fn
+        self._stop_event = stop_event or program_stop_event()
+        self._step_limit = step_limit
+        self._steps_key = steps_key
+
+    def _limit_reached(self, counts: Dict[str, Any]) -> bool:
+        return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit
+
+
+class EnvironmentLoop(CountedLoop):
     """Plays episodes: the executor acts, observes and updates its variables every step.
 
     With a `step_limit`, the loop starts an episode only while the counter's
@@ -126,14 +149,9 @@ class EnvironmentLoop:
         steps_key: str = "executor_steps",
         observers: Sequence[observers_lib.EnvLoopObserver] = (),
     ):
+        super().__init__(counter, logger, extra_log_fn, stop_event, step_limit, steps_key)
         self._environment = environment
         self._executor = executor
-        self._counter = counter or counting.Counter()
-        self._logger = logger or loggers.NoOpLogger()
-        self._extra_log_fn = extra_log_fn
-        self._stop_event = stop_event or program_stop_event()
-        self._step_limit = step_limit
-        self._steps_key = steps_key
         self._with_extras = bool(getattr(executor, "observes_extras", False))
         self._observers = tuple(observers)
 
@@ -219,6 +237,3 @@ class EnvironmentLoop:
         abandon = getattr(self._executor, "abandon_episode", None)
         if abandon is not None:
             abandon()
-
-    def _limit_reached(self, counts: Dict[str, Any]) -> bool:
-        return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit

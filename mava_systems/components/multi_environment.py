@@ -11,18 +11,17 @@ On the NumPy path every environment's random draws come from its own generator
 executor with that environment's seed would write.
 """
 
-import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from absl import logging
-from acme.utils import counting, loggers
 import dm_env
 import numpy as np
 import tree
 
-from mava_systems.components.environment_loop import (MAX_FAILED_EPISODES, EnvironmentFailure,
-                                                      EpisodeStatistics, call_environment)
-from mava_systems.components.lifecycle import ProgramStopping, program_stop_event, run_watched
+from mava_systems.components.environment_loop import (MAX_FAILED_EPISODES, CountedLoop,
+                                                      EnvironmentFailure, EpisodeStatistics,
+                                                      call_environment)
+from mava_systems.components.lifecycle import ProgramStopping, run_watched
 from mava_systems.components.replay import close_this_threads_writers
 
 
@@ -150,7 +149,7 @@ class MultiEnvironmentExecutor:
         self.actor.update(wait)
 
 
-class MultiEnvironmentLoop:
+class MultiEnvironmentLoop(CountedLoop):
     """`EnvironmentLoop` for N environments stepped together by a `MultiEnvironmentExecutor`.
 
     Every iteration, each running environment takes one step, all acting from
@@ -164,28 +163,16 @@ class MultiEnvironmentLoop:
     `EnvironmentFailure`.
     """
 
-    def __init__(
-        self,
-        environments: Sequence[Any],
-        executor: MultiEnvironmentExecutor,
-        counter: Optional[counting.Counter] = None,
-        logger: Optional[loggers.Logger] = None,
-        extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
-        stop_event: Optional[threading.Event] = None,
-        step_limit: Optional[int] = None,
-        steps_key: str = "executor_steps",
-    ):
+    def __init__(self, environments: Sequence[Any], executor: MultiEnvironmentExecutor,
+                 **loop_options: Any):
+        """`loop_options` are `CountedLoop`'s (counter, logger, extra_log_fn, stop_event,
+        step_limit, steps_key)."""
+        super().__init__(**loop_options)
         if len(environments) != executor.num_environments:
             raise ValueError(f"{len(environments)} environments for an executor acting for "
                              f"{executor.num_environments}")
         self._environments = list(environments)
         self._executor = executor
-        self._counter = counter or counting.Counter()
-        self._logger = logger or loggers.NoOpLogger()
-        self._extra_log_fn = extra_log_fn
-        self._stop_event = stop_event or program_stop_event()
-        self._step_limit = step_limit
-        self._steps_key = steps_key
         self._with_extras = executor.observes_extras
         count = len(self._environments)
         self._timesteps: List[Optional[dm_env.TimeStep]] = [None] * count
@@ -244,7 +231,7 @@ class MultiEnvironmentLoop:
         for index, episode in enumerate(self._episodes):
             if episode is not None or self._finished[index]:
                 continue
-            if self._limit_reached():
+            if self._limit_reached(self._counts):
                 self._finished[index] = True
                 continue
             try:
@@ -300,6 +287,3 @@ class MultiEnvironmentLoop:
     def _call(self, index: int, method: str, *args: Any) -> dm_env.TimeStep:
         return call_environment(self._environments[index], method, *args, label=f" #{index}")
 
-    def _limit_reached(self) -> bool:
-        return (self._step_limit is not None
-                and self._counts.get(self._steps_key, 0) >= self._step_limit)

@@ -205,7 +205,8 @@ class MADQN(DistributedSystem):
         executor.num_steps = start_step // num_envs
         environments = [self._environment_factory(evaluation=False, seed=seed) for seed in seeds]
         return MultiEnvironmentLoop(
-            environments, executor, executor_counter, self.node_logger(label, "executor_steps"),
+            environments, executor, counter=executor_counter,
+            logger=self.node_logger(label, "executor_steps"),
             extra_log_fn=lambda: self.executor_log_values(executor),
             step_limit=self._max_executor_steps, steps_key=self.steps_key)
 
