@@ -253,3 +253,30 @@ def test_mappo_and_maddpg_streams_write_what_separate_executors_write(
                     np.testing.assert_allclose(leaf, reference_leaf, rtol=1e-6, atol=1e-6)
                 else:
                     np.testing.assert_array_equal(leaf, reference_leaf)
+
+
+def test_the_tensorflow_path_acts_for_every_environment_in_one_compiled_call(system):
+    """Networks without NumPy twins act in one compiled call for all environments' rows."""
+    from mava_systems.madqn.execution import MADQNExecutor  # pylint: disable=import-outside-toplevel
+
+    class TensorFlowExecutor(MADQNExecutor):
+        def _batched_policy(self, observations, epsilon):  # Its own: no NumPy twin.
+            return super()._batched_policy(observations, epsilon)
+
+    networks = system.builder.make_networks()
+    seeds = [3, 4, 5]
+    actor = TensorFlowExecutor(networks, ConstantEpsilon(0.0), seed=seeds)
+    assert not actor.acts_in_numpy
+    streams = [TensorFlowExecutor(networks, ConstantEpsilon(0.0), seed=seed) for seed in seeds]
+    executor = MultiEnvironmentExecutor(actor, streams)
+    environments = [system.environment_factory(evaluation=False, seed=seed) for seed in seeds]
+    observations = [environment.reset().observation for environment in environments]
+    actions = executor.select_actions(observations)
+    # Greedy: each environment's actions are what its own executor picks alone.
+    for stream, observation, chosen in zip(streams, observations, actions):
+        alone = stream.select_actions(observation)
+        assert {agent: int(action) for agent, action in chosen.items()} == {
+            agent: int(action) for agent, action in alone.items()}
+    loop = MultiEnvironmentLoop(environments, executor)
+    loop.run(num_steps=3 * EPISODE_LENGTH)
+    assert [row["episode_length"] for row in loop.results] == [EPISODE_LENGTH] * 3
