@@ -3,6 +3,7 @@ environment's episodes, and resumes (examples/mpe/run_madqn.py on debug/line_wor
 episodes last 10 steps)."""
 
 import os
+import subprocess
 
 from mava_systems.components.run_directory import read_status
 import program_helpers
@@ -41,3 +42,14 @@ def test_four_environments_per_executor_stop_exactly_and_resume(tmp_path):
     assert 800 <= int(counts["executor_steps"]) <= 800 - 1 + NUM_ENVS * EPISODE_LENGTH
     assert int(counts["executor_episodes"]) == int(counts["executor_steps"]) // EPISODE_LENGTH
     assert int(counts["executor_0_steps"]) == int(counts["executor_steps"])
+
+
+def test_a_bad_num_envs_per_executor_flag_stops_before_launch(tmp_path):
+    run_dir = str(tmp_path / "run")
+    command = program_helpers.example_command(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                              "--num_envs_per_executor=-2")
+    result = subprocess.run(command, cwd=program_helpers.ROOT, capture_output=True, text=True,
+                            timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode != 0
+    assert "num_envs_per_executor=-2 is out of range" in result.stdout + result.stderr
+    assert not os.path.exists(run_dir)  # Nothing launched, nothing written.
