@@ -15,6 +15,10 @@ Every variant plays whole episodes (reset included) in one thread:
                    e.g. mappo, maddpg, mad4pg), each writing to its own replay server (QMIX's
                    items also carry the global state; MADDPG and MAD4PG run on simple_spread
                    with continuous actions)
+  executor_replay_envs_<N>  (d) with N environments per executor (`--num_envs`, e.g. 2,4,8,16):
+                   one batched policy call for all N, one adder stream each, as
+                   `num_envs_per_executor=N` runs it; counted in environment steps (also
+                   executor_replay_<system>_envs_<N> for each of `--systems`)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
                    reference GRU agent, or policy and critic), as a ratio of the same system's
@@ -43,6 +47,9 @@ VARIANTS = {
 }
 SYSTEM_VARIANT = "executor_replay_{}"
 RECURRENT_VARIANT = "executor_replay_recurrent_{}"
+ENVS_VARIANT = "executor_replay_envs_{}"
+# Iterations (a step of every environment) per timed call of a several-environment variant.
+ENVS_ITERATIONS = 25
 DIAGNOSTIC = ("loop_random", "executor_replay_logging")
 
 
@@ -116,6 +123,9 @@ def main() -> None:
     parser.add_argument("--recurrent", default="madqn,qmix",
                         help="systems (of madqn, vdn, qmix, mappo, ippo) whose recurrent executor with "
                              "replay is timed too (comma-separated; empty: none)")
+    parser.add_argument("--num_envs", default="",
+                        help="environments per executor (comma-separated, e.g. 2,4,8,16) timed "
+                             "with MADQN's executor and replay beside (d); empty: none")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -156,6 +166,18 @@ def main() -> None:
         return loop_episode(EnvironmentLoop(environment, executor, counting.Counter(),
                                             logger, extra_log_fn=lambda: {"epsilon": executor.epsilon}))
 
+    from mava_systems.components.multi_environment import (MultiEnvironmentLoop,
+                                                           environment_seeds)
+
+    def make_multi_environment_loop(num_envs: int, system: Any = system,
+                                    client: Any = client) -> Callable[[], int]:
+        seeds = environment_seeds(args.seed, 0, num_envs, 0, 1)
+        executor = system.multi_environment_executor(
+            system.builder.make_networks(), ConstantEpsilon(args.epsilon), client, None, seeds)
+        loop = MultiEnvironmentLoop(
+            [system.environment_factory(evaluation=False, seed=seed) for seed in seeds], executor)
+        return lambda: sum(loop.step() for _ in range(ENVS_ITERATIONS))
+
     random_env = factory(evaluation=False, seed=args.seed)
     variants: Dict[str, Callable[[], int]] = {
         "bare_env": bare_env_episode(args.seed),
@@ -172,6 +194,12 @@ def main() -> None:
     for name, (other, _, other_client) in recurrent_systems.items():
         variants[RECURRENT_VARIANT.format(name)] = make_executor_loop(
             with_replay=True, system=other, client=other_client)
+    num_envs = [int(value) for value in args.num_envs.split(",") if value.strip()]
+    for count in num_envs:
+        variants[ENVS_VARIANT.format(count)] = make_multi_environment_loop(count)
+        for name, (other, _, other_client) in other_systems.items():
+            variants[f"{SYSTEM_VARIANT.format(name)}_envs_{count}"] = (
+                make_multi_environment_loop(count, other, other_client))
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -194,7 +222,12 @@ def main() -> None:
                              f" ({acting[other_systems[name][0].system_name]} acting)"
                              for name in other_systems},
               **{RECURRENT_VARIANT.format(name): f"(d) with {name.upper()}'s recurrent executor"
-                 f" ({acting[name + ' recurrent']} acting)" for name in recurrent_systems}}
+                 f" ({acting[name + ' recurrent']} acting)" for name in recurrent_systems},
+              **{ENVS_VARIANT.format(count): f"(d) with {count} environments per executor"
+                 for count in num_envs},
+              **{f"{SYSTEM_VARIANT.format(name)}_envs_{count}":
+                 f"(d) with {name.upper()}'s executor, {count} environments per executor"
+                 for name in other_systems for count in num_envs}}
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
@@ -220,6 +253,16 @@ def main() -> None:
         print(f"Target: {name.upper()} recurrent executor with replay within 70% of its "
               f"feedforward one: {'met' if recurrent_ratio and recurrent_ratio >= 0.7 else 'NOT met'}"
               f" ({common.fmt(recurrent_ratio, 3)})")
+
+    for count in num_envs:
+        print(f"{count} environments per executor: "
+              f"{common.fmt(common.ratio(medians[ENVS_VARIANT.format(count)], replay_sps), 3)} "
+              "x the steps/s of (d), one environment")
+        for name in other_systems:
+            single = medians[SYSTEM_VARIANT.format(name)]
+            several = medians[f"{SYSTEM_VARIANT.format(name)}_envs_{count}"]
+            print(f"{name.upper()}, {count} environments per executor: "
+                  f"{common.fmt(common.ratio(several, single), 3)} x its one-environment steps/s")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

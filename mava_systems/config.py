@@ -66,6 +66,14 @@ def validate(config: Any) -> None:
                 f"allowed {_range_text(meta)}")
 
 
+def num_envs_per_executor_field() -> Any:
+    """The `num_envs_per_executor` field of a multi-agent system's config (see
+    `components/multi_environment.py`)."""
+    return bounded(1, 1, doc="Environments each executor node steps together, acting for all of "
+                             "them in one batched policy call; each writes to its own replay "
+                             "stream, as one executor each would.")
+
+
 def check_sizes(config: Any, name: str) -> None:
     """Makes `config.<name>` a tuple of layer sizes; raises ValueError naming the field unless it
     is a non-empty sequence of positive integers."""

@@ -44,7 +44,78 @@ def environment_name(environment: Any) -> str:
     return str(metadata.get("name") or type(environment).__name__)
 
 
-class EnvironmentLoop:
+def call_environment(environment: Any, method: str, *args: Any, label: str = "") -> dm_env.TimeStep:
+    """`environment.<method>(*args)`; raises `EnvironmentFailure` (naming the environment, and
+    `label` after its name) if it raises."""
+    try:
+        return getattr(environment, method)(*args)
+    except Exception as error:  # pylint: disable=broad-except
+        raise EnvironmentFailure(
+            f"environment {environment_name(environment)}{label}: {method}() raised "
+            f"{type(error).__name__}: {error}") from error
+
+
+class EpisodeStatistics:
+    """One episode's length, duration and per-agent returns and lengths, as loops log them."""
+
+    def __init__(self, first: dm_env.TimeStep):
+        self._start = time.time()
+        self._agents = list(first.observation)
+        self._returns = np.zeros(len(self._agents), dtype=np.float64)
+        # Per agent, the steps it could act in (any legal action): all of them for agents
+        # that stay in a parallel environment, its own turns in a turn-based one.
+        self._lengths = np.zeros(len(self._agents), dtype=np.int64)
+        self.steps = 0
+
+    def before_step(self, timestep: dm_env.TimeStep) -> None:
+        """Notes which agents may act from `timestep` (the one actions are chosen from)."""
+        self._lengths += [np.any(timestep.observation[agent].legal_actions)
+                          for agent in self._agents]
+
+    def after_step(self, timestep: dm_env.TimeStep) -> None:
+        """Adds the step that led to `timestep`."""
+        self._returns += [timestep.reward[agent] for agent in self._agents]
+        self.steps += 1
+
+    def result(self, counts: Dict[str, Any]) -> Dict[str, Any]:
+        """The episode's statistics row, with the program's `counts` after it."""
+        elapsed = time.time() - self._start
+        return {
+            "episode_length": self.steps,
+            "episode_return": float(self._returns.sum()),
+            "steps_per_second": self.steps / elapsed if elapsed > 0 else 0.0,
+            **{f"episode_return/{agent}": float(value)
+               for agent, value in zip(self._agents, self._returns)},
+            **{f"episode_length/{agent}": int(value)
+               for agent, value in zip(self._agents, self._lengths)},
+            **complete_counts(counts),
+        }
+
+
+class CountedLoop:
+    """What every environment loop shares: its counter, logger, stop event and step limit."""
+
+    def __init__(
+        self,
+        counter: Optional[counting.Counter] = None,
+        logger: Optional[loggers.Logger] = None,
+        extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
+        stop_event: Optional[threading.Event] = None,
+        step_limit: Optional[int] = None,
+        steps_key: str = "executor_steps",
+    ):
+        self._counter = counter or counting.Counter()
+        self._logger = logger or loggers.NoOpLogger()
+        self._extra_log_fn = extra_log_fn
+        self._stop_event = stop_event or program_stop_event()
+        self._step_limit = step_limit
+        self._steps_key = steps_key
+
+    def _limit_reached(self, counts: Dict[str, Any]) -> bool:
+        return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit
+
+
+class EnvironmentLoop(CountedLoop):
     """Plays episodes: the executor acts, observes and updates its variables every step.
 
     With a `step_limit`, the loop starts an episode only while the counter's
@@ -78,14 +149,9 @@ class EnvironmentLoop:
         steps_key: str = "executor_steps",
         observers: Sequence[observers_lib.EnvLoopObserver] = (),
     ):
+        super().__init__(counter, logger, extra_log_fn, stop_event, step_limit, steps_key)
         self._environment = environment
         self._executor = executor
-        self._counter = counter or counting.Counter()
-        self._logger = logger or loggers.NoOpLogger()
-        self._extra_log_fn = extra_log_fn
-        self._stop_event = stop_event or program_stop_event()
-        self._step_limit = step_limit
-        self._steps_key = steps_key
         self._with_extras = bool(getattr(executor, "observes_extras", False))
         self._observers = tuple(observers)
 
@@ -100,41 +166,26 @@ class EnvironmentLoop:
         Raises:
           ProgramStopping: when the program stops during the episode.
         """
-        start = time.time()
         timestep = self._call_environment("reset")
         self._executor.observe_first(timestep, *self._extras())
         for observer in self._observers:
             observer.observe_first(self._environment, timestep)
-        agents = list(timestep.observation)
-        returns = np.zeros(len(agents), dtype=np.float64)
-        # Per agent, the steps it could act in (any legal action): all of them for agents
-        # that stay in a parallel environment, its own turns in a turn-based one.
-        lengths = np.zeros(len(agents), dtype=np.int64)
-        steps = 0
+        episode = EpisodeStatistics(timestep)
         while not timestep.last():
             if self._stop_event.is_set():
                 raise ProgramStopping()
-            lengths += [np.any(timestep.observation[agent].legal_actions) for agent in agents]
+            episode.before_step(timestep)
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._call_environment("step", actions)
             self._executor.observe(actions, timestep, *self._extras())
             for observer in self._observers:
                 observer.observe(self._environment, timestep, actions)
             self._executor.update()
-            returns += [timestep.reward[agent] for agent in agents]
-            steps += 1
+            episode.after_step(timestep)
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
-        counts = self._counter.increment(episodes=1, steps=steps)
-        elapsed = time.time() - start
-        result = {
-            "episode_length": steps,
-            "episode_return": float(returns.sum()),
-            "steps_per_second": steps / elapsed if elapsed > 0 else 0.0,
-            **{f"episode_return/{agent}": float(value) for agent, value in zip(agents, returns)},
-            **{f"episode_length/{agent}": int(value) for agent, value in zip(agents, lengths)},
-            **complete_counts(counts),
-        }
+        counts = self._counter.increment(episodes=1, steps=episode.steps)
+        result = episode.result(counts)
         for observer in self._observers:
             result.update(observer.get_metrics())
         if self._extra_log_fn is not None:
@@ -180,17 +231,9 @@ class EnvironmentLoop:
                 close_this_threads_writers()
 
     def _call_environment(self, method: str, *args: Any) -> dm_env.TimeStep:
-        try:
-            return getattr(self._environment, method)(*args)
-        except Exception as error:  # pylint: disable=broad-except
-            raise EnvironmentFailure(
-                f"environment {environment_name(self._environment)}: {method}() raised "
-                f"{type(error).__name__}: {error}") from error
+        return call_environment(self._environment, method, *args)
 
     def _abandon_episode(self) -> None:
         abandon = getattr(self._executor, "abandon_episode", None)
         if abandon is not None:
             abandon()
-
-    def _limit_reached(self, counts: Dict[str, Any]) -> bool:
-        return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit

@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import UniformReplayConfig, bounded, check_sizes, check_support
+from mava_systems.config import (UniformReplayConfig, bounded, check_sizes, check_support,
+                                 num_envs_per_executor_field)
 
 # What each agent's critic sees besides its own index (see `maddpg.networks.CriticInputs`).
 CRITIC_ARCHITECTURES = ("decentralised", "centralised", "state")
@@ -54,6 +55,7 @@ class MADDPGConfig(UniformReplayConfig):
 
     # Acting.
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
+    num_envs_per_executor: int = num_envs_per_executor_field()
 
     def __post_init__(self):
         super().__post_init__()

@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import RunConfig, bounded, check_sizes, validate
+from mava_systems.config import (RunConfig, bounded, check_sizes, num_envs_per_executor_field,
+                                 validate)
 
 
 @dataclasses.dataclass
@@ -60,9 +61,14 @@ class MADQNConfig(RunConfig):
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
+    num_envs_per_executor: int = num_envs_per_executor_field()
 
     def __post_init__(self):
         validate(self)
+        if self.recurrent and self.num_envs_per_executor > 1:
+            raise ValueError(f"{type(self).__name__}.num_envs_per_executor="
+                             f"{self.num_envs_per_executor}: recurrent agents act in one "
+                             "environment per executor (num_envs_per_executor=1)")
         if self.max_replay_size < self.min_replay_size:
             raise ValueError(
                 f"MADQNConfig.max_replay_size ({self.max_replay_size}) must be at least "

@@ -1,6 +1,6 @@
 """MADQN executors: epsilon-greedy over legal actions, one batched forward pass per network."""
 
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from acme.adders import base as adders_base
 from acme.tf import variable_utils
@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.components.numpy_networks import NumpyNetworks
+from mava_systems.components.multi_environment import row_generator
 from mava_systems.components.recurrent_states import RecurrentStates
 from mava_systems.components.stacking import AgentStacker
 from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
@@ -68,6 +69,10 @@ class MADQNExecutor:
     Subclasses acting differently override `_batched_policy` and, for the NumPy
     path, `_numpy_policy` (the same outputs as NumPy arrays) and `acting_modules`;
     one that overrides `_batched_policy` alone acts in TensorFlow.
+
+    With a sequence of seeds (one per environment, see `MultiEnvironmentExecutor`)
+    the policy's rows hold those environments' agents in turn, and the NumPy
+    path draws each environment's rows from its own generator (`row_generator`).
     """
 
     def __init__(
@@ -76,7 +81,7 @@ class MADQNExecutor:
         exploration_schedule: ExplorationSchedule,
         adder: Optional[adders_base.Adder] = None,
         variable_client: Optional[variable_utils.VariableClient] = None,
-        seed: int = 0,
+        seed: Union[int, Sequence[int]] = 0,
     ):
         self._networks = networks
         self._stacker = AgentStacker(networks.agent_networks)
@@ -85,8 +90,8 @@ class MADQNExecutor:
         self._variable_client = variable_client
         self._numpy_networks = (NumpyNetworks.of(self.acting_modules(), variable_client)
                                 if defines_numpy_policy(type(self)) else None)
-        self._rng = np.random.default_rng(seed)
-        self._generator = tf.random.Generator.from_seed(seed)
+        self._rng = row_generator(seed)
+        self._generator = tf.random.Generator.from_seed(int(np.atleast_1d(seed)[0]))
         self._policy: Optional[Callable[..., Dict[str, tf.Tensor]]] = None  # Compiled on first use.
         # The last observation dict seen and its stacked form: observe() stacks the
         # next observation and select_actions() reuses it on the following step.
@@ -120,8 +125,21 @@ class MADQNExecutor:
 
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action."""
-        return self._stacker.unstack(
+        return self.actions_from_outputs(
             self.policy_outputs(self._stack_observation(observations), self.epsilon))
+
+    def actions_from_outputs(self, outputs: Any, actor: Optional["MADQNExecutor"] = None
+                             ) -> Dict[str, Any]:
+        """Each agent's action from the policy's outputs on this executor's stacked observation
+        (`policy_outputs`), keeping what `observe` records of them. `actor` is the executor that
+        computed them, when another did (`MultiEnvironmentExecutor` computes the outputs of
+        several executors in one call)."""
+        del actor  # Nothing about the acting weights is recorded here.
+        return self._stacker.unstack(outputs)
+
+    def stacked_observation(self, observations: Dict[str, OLT]) -> Dict[str, OLT]:
+        """`observations` stacked per network, as the policy takes them (see `AgentStacker`)."""
+        return self._stack_observation(observations)
 
     def policy_outputs(self, stacked: Dict[str, OLT], epsilon: float = 0.0) -> Any:
         """The batched policy's outputs on stacked observations, as NumPy arrays: computed by

@@ -9,6 +9,8 @@ from acme.utils import counting
 from mava_systems.components.counting import ExecutorCounter
 from mava_systems.components.lifecycle import call_unless_stopped
 from mava_systems.components.exploration import default_schedules
+from mava_systems.components.multi_environment import (MultiEnvironmentExecutor,
+                                                       MultiEnvironmentLoop, environment_seeds)
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule
@@ -170,8 +172,11 @@ class MADQN(DistributedSystem):
     def executor(self, executor_id, replay, variable_source, counter):
         """Executor `executor_id`: explores, writes to replay, follows the source's variables.
 
-        A resumed executor continues its exploration schedule from its own
-        saved step count, with fresh random seeds.
+        With `config.num_envs_per_executor` N > 1 it steps N environments,
+        acting for all of them in one policy call and writing each one's steps
+        to its own adder (see `components/multi_environment.py`). A resumed
+        executor continues its exploration schedule from its own saved step
+        count (per environment), with fresh random seeds.
         """
         networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
@@ -180,17 +185,48 @@ class MADQN(DistributedSystem):
         executor_counter = ExecutorCounter(counter, executor_id,
                                            time_delta=self.executor_count_interval_s)
         start_step = call_unless_stopped(executor_counter.own_steps, "own steps", default=0)
-        seed = (self.config.seed + 1 + executor_id + RESUME_SEED_STRIDE * start_step) % 2**31
+        num_envs = self.num_envs_per_executor
+        seeds = environment_seeds(self.config.seed, executor_id, num_envs, start_step,
+                                  RESUME_SEED_STRIDE)
         schedule = self.exploration_schedules[executor_id]
-        executor = self.builder.make_executor(
-            networks, schedule, adder=self.builder.make_adder(replay),
-            variable_client=variable_client, seed=seed)
-        executor.num_steps = start_step
-        environment = self._environment_factory(evaluation=False, seed=seed)
         label = f"executor_{executor_id}"
-        logging.info("%s explores with %r from its step %d", label, schedule, start_step)
-        return self.executor_loop(environment, executor, executor_counter, label,
-                                  extra_log_fn=lambda: self.executor_log_values(executor))
+        logging.info("%s explores with %r from its step %d (%d environment%s)", label, schedule,
+                     start_step, num_envs, "s" if num_envs > 1 else "")
+        if num_envs == 1:
+            executor = self.builder.make_executor(
+                networks, schedule, adder=self.builder.make_adder(replay),
+                variable_client=variable_client, seed=seeds[0])
+            executor.num_steps = start_step
+            environment = self._environment_factory(evaluation=False, seed=seeds[0])
+            return self.executor_loop(environment, executor, executor_counter, label,
+                                      extra_log_fn=lambda: self.executor_log_values(executor))
+        executor = self.multi_environment_executor(networks, schedule, replay, variable_client,
+                                                   seeds)
+        executor.num_steps = start_step // num_envs
+        environments = [self._environment_factory(evaluation=False, seed=seed) for seed in seeds]
+        return MultiEnvironmentLoop(
+            environments, executor, counter=executor_counter,
+            logger=self.node_logger(label, "executor_steps"),
+            extra_log_fn=lambda: self.executor_log_values(executor),
+            step_limit=self._max_executor_steps, steps_key=self.steps_key)
+
+    @property
+    def num_envs_per_executor(self) -> int:
+        """Environments each executor node steps (`config.num_envs_per_executor`, else 1)."""
+        return int(getattr(self.config, "num_envs_per_executor", 1))
+
+    def multi_environment_executor(self, networks: Any, schedule: ExplorationSchedule,
+                                   replay: Any, variable_client: Any,
+                                   seeds: Sequence[int]) -> MultiEnvironmentExecutor:
+        """An executor acting for one environment per seed: the actor follows the variables and
+        draws each environment's random numbers from its seed; each environment's stream writes
+        to its own adder (see `MultiEnvironmentExecutor`)."""
+        actor = self.builder.make_executor(networks, schedule, variable_client=variable_client,
+                                           seed=list(seeds))
+        streams = [self.builder.make_executor(networks, schedule,
+                                              adder=self.builder.make_adder(replay), seed=seed)
+                   for seed in seeds]
+        return MultiEnvironmentExecutor(actor, streams)
 
     def executor_log_values(self, executor: Any) -> Dict[str, Any]:
         """What each executor row logs besides its episode's statistics: its epsilon."""

@@ -3,7 +3,7 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import bounded
+from mava_systems.config import bounded, num_envs_per_executor_field
 from mava_systems.impala.config import IMPALAConfig
 
 CRITICS = ("centralised", "decentralised")
@@ -59,9 +59,14 @@ class MAPPOConfig(IMPALAConfig):
     sequence_length: int = bounded(21, 2, doc="Steps per sequence, with its bootstrap step.")
     max_queue_size: int = bounded(64, 1, doc="Sequences the queue holds before executors wait.")
     hidden_sizes: Tuple[int, ...] = (64, 64)
+    num_envs_per_executor: int = num_envs_per_executor_field()
 
     def __post_init__(self):
         super().__post_init__()
+        if getattr(self, "recurrent", False) and self.num_envs_per_executor > 1:
+            raise ValueError(f"{type(self).__name__}.num_envs_per_executor="
+                             f"{self.num_envs_per_executor}: recurrent agents act in one "
+                             "environment per executor (num_envs_per_executor=1)")
         if self.critic not in CRITICS:
             raise ValueError(f"{type(self).__name__}.critic must be one of {CRITICS}, "
                              f"got {self.critic!r}")

@@ -51,6 +51,7 @@ class MAPPOExecutor(MADQNExecutor):
         self._greedy = greedy
         self._stores_state = stores_state and adder is not None
         self._log_probs: Dict[str, np.ndarray] = {}
+        self._acting_version = 0  # The policy version the last actions were chosen with.
         self._environment_extras: Mapping[str, Any] = {}
         self._numpy_heads = {key: head.numpy() for key, head in networks.heads.items()}
         self._numpy_policy_version = self._read_policy_version()
@@ -87,8 +88,14 @@ class MAPPOExecutor(MADQNExecutor):
 
     def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
         """Maps each agent's `OLT` observation to an action; keeps the log-probabilities."""
-        outputs = self.policy_outputs(self._stack_observation(observations))
+        return self.actions_from_outputs(self.policy_outputs(self._stack_observation(observations)))
+
+    def actions_from_outputs(self, outputs: Any, actor: Optional["MAPPOExecutor"] = None
+                             ) -> Dict[str, np.ndarray]:
+        """The actions in the policy's outputs; keeps their log-probabilities and the version of
+        the policy (`actor`'s, if another executor acted) for `observe`."""
         self._log_probs = {key: log_prob for key, (_, log_prob) in outputs.items()}
+        self._acting_version = (actor or self).policy_version
         return self._stacker.unstack({key: action for key, (action, _) in outputs.items()})
 
     @property
@@ -124,7 +131,7 @@ class MAPPOExecutor(MADQNExecutor):
             self._adder.add(self._stacker.stack(actions),
                             self._stored_timestep(next_timestep, extras),
                             extras={"log_prob": self._log_probs,
-                                    "policy_version": np.int64(self.policy_version)})
+                                    "policy_version": np.int64(self._acting_version)})
 
     def _stored_timestep(self, timestep: dm_env.TimeStep,
                          extras: Optional[Mapping[str, Any]]) -> dm_env.TimeStep:

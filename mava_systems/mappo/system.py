@@ -106,7 +106,8 @@ class MAPPO(MADQN):
 
     def executor_log_values(self, executor: Any) -> Dict[str, Any]:
         """Each executor row logs the trainer step of the policy it acted with."""
-        return {"policy_version": executor.policy_version}
+        # With several environments, the version their shared actor acted with.
+        return {"policy_version": getattr(executor, "actor", executor).policy_version}
 
 
 class IPPO(MAPPO):

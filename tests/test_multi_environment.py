@@ -1,0 +1,282 @@
+"""Several environments per executor (`num_envs_per_executor`): one batched policy call, and
+each environment's replay stream holds exactly what a separate executor with its seed would
+write; counts and episodes per environment; exact stops; bad values refused."""
+
+import threading
+
+from acme.utils import counting
+import numpy as np
+import pytest
+import tree
+
+from mava_systems import registry
+from mava_systems.components.counting import ExecutorCounter
+from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.exploration import ConstantEpsilon, LinearEpsilon
+from mava_systems.components.multi_environment import (MultiEnvironmentExecutor,
+                                                       MultiEnvironmentLoop, RowSplitGenerator,
+                                                       environment_seeds)
+from mava_systems.components.transition_adder import NStepTransitionAdder
+from mava_systems.madqn.config import MADQNConfig
+from mava_systems.madqn.system import RESUME_SEED_STRIDE
+import wrappers
+
+EPISODE_LENGTH = 10  # debug/line_world_v0's.
+
+
+class RecordingWriter:
+    """A Reverb trajectory writer that keeps every item it is asked to create."""
+
+    def __init__(self, items):
+        self.history = []
+        self._items = items
+
+    def append(self, step):
+        self.history.append(step)
+
+    def create_item(self, table, priority, trajectory):
+        self._items.append(trajectory)
+
+    def flush(self, *args, **kwargs):
+        pass
+
+    def end_episode(self, *args, **kwargs):
+        pass
+
+
+class RecordingClient:
+    """A Reverb client whose writers record the items of one stream in `items`."""
+
+    def __init__(self):
+        self.items = []
+
+    def trajectory_writer(self, *args, **kwargs):
+        return RecordingWriter(self.items)
+
+
+@pytest.fixture(scope="module", params=["madqn", "qmix"])
+def system(request, tmp_path_factory):
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    system_class = registry.system_class(request.param)
+    return system_class(factory, run_dir=str(tmp_path_factory.mktemp("run")),
+                        config=system_class.config_class(seed=5))
+
+
+def recording_adder(system, client):
+    builder = system.builder
+    return NStepTransitionAdder(client, "table", n_step=3, discount=0.9,
+                                packer=builder.make_transition_packer(),
+                                environment_extras=bool(builder.replay_environment_extras_spec()))
+
+
+def multi_environment(system, networks, schedule, seeds):
+    """A MultiEnvironmentExecutor over `seeds` whose streams record their items, its clients."""
+    builder = system.builder
+    clients = [RecordingClient() for _ in seeds]
+    actor = builder.make_executor(networks, schedule, seed=list(seeds))
+    streams = [builder.make_executor(networks, schedule, adder=recording_adder(system, client),
+                                     seed=seed) for client, seed in zip(clients, seeds)]
+    return MultiEnvironmentExecutor(actor, streams), clients
+
+
+@pytest.mark.parametrize("num_envs", [2, 3])
+def test_each_stream_writes_exactly_what_a_separate_executor_writes(system, num_envs):
+    builder = system.builder
+    networks = builder.make_networks()
+    # Exploration matters: random draws (one generator per environment) and a schedule
+    # that moves with each environment's own steps.
+    schedule = LinearEpsilon(1.0, 0.05, 30)
+    seeds = environment_seeds(5, 1, num_envs, start_step=0, resume_stride=RESUME_SEED_STRIDE)
+    assert len(set(seeds)) == num_envs
+    episodes = 4
+
+    separate = []
+    for seed in seeds:
+        client = RecordingClient()
+        executor = builder.make_executor(networks, schedule,
+                                         adder=recording_adder(system, client), seed=seed)
+        EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed),
+                        executor).run(num_episodes=episodes)
+        separate.append(client.items)
+
+    executor, clients = multi_environment(system, networks, schedule, seeds)
+    assert executor.actor.acts_in_numpy
+    counter = ExecutorCounter(counting.Counter(), 1, time_delta=0.0)
+    loop = MultiEnvironmentLoop(
+        [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
+        executor, counter=counter)
+    loop.run(num_steps=episodes * EPISODE_LENGTH * num_envs)
+
+    for expected, client in zip(separate, clients):
+        assert len(client.items) == len(expected) == episodes * EPISODE_LENGTH
+        for written, reference in zip(client.items, expected):
+            np.testing.assert_array_equal(written, reference)
+    # Streams differ (distinct seeds), so the comparison above is not vacuous.
+    assert not all(np.array_equal(a, b) for a, b in zip(clients[0].items, clients[1].items))
+    counts = counter.get_counts()
+    assert counts["executor_episodes"] == episodes * num_envs
+    assert counts["executor_steps"] == counts["executor_1_steps"] == (
+        episodes * EPISODE_LENGTH * num_envs)
+    assert len(loop.results) == episodes * num_envs
+    assert all(row["episode_length"] == EPISODE_LENGTH for row in loop.results)
+    # The schedule stands at each environment's steps, not the executor's total.
+    assert executor.num_steps == episodes * EPISODE_LENGTH
+    assert executor.epsilon == pytest.approx(schedule(episodes * EPISODE_LENGTH))
+
+
+class ReturningEvent(threading.Event):
+    """A stop event whose wait returns at once (the program "stops" when the loop waits)."""
+
+    def wait(self, timeout=None):
+        return True
+
+
+@pytest.mark.parametrize("limit", [1, 35, 60])
+def test_the_loop_stops_within_one_episode_per_environment_of_the_limit(system, limit):
+    num_envs = 3
+    seeds = environment_seeds(0, 0, num_envs, 0, RESUME_SEED_STRIDE)
+    executor, clients = multi_environment(system, system.builder.make_networks(),
+                                          ConstantEpsilon(0.2), seeds)
+    counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
+    loop = MultiEnvironmentLoop(
+        [system.environment_factory(evaluation=False, seed=seed) for seed in seeds], executor,
+        counter=counter, stop_event=ReturningEvent(), step_limit=limit)
+    loop.run()
+    steps = counter.get_counts()["executor_steps"]
+    assert limit <= steps <= limit - 1 + num_envs * EPISODE_LENGTH
+    assert steps % EPISODE_LENGTH == 0
+    assert counter.get_counts()["executor_episodes"] == steps // EPISODE_LENGTH
+    assert sum(len(client.items) for client in clients) == steps
+
+
+class FailingEnvironment:
+    """An environment whose every step raises."""
+
+    def __init__(self, environment):
+        self._environment = environment
+
+    def __getattr__(self, name):
+        return getattr(self._environment, name)
+
+    def step(self, actions):
+        raise RuntimeError("broken")
+
+
+def test_a_failing_environment_stops_the_loop_after_three_episodes_in_a_row(system):
+    seeds = [1, 2]
+    executor, _ = multi_environment(system, system.builder.make_networks(),
+                                    ConstantEpsilon(0.2), seeds)
+    environments = [system.environment_factory(evaluation=False, seed=seed) for seed in seeds]
+    environments[1] = FailingEnvironment(environments[1])
+    loop = MultiEnvironmentLoop(environments, executor)
+    with pytest.raises(Exception, match=r"#1: step\(\) raised RuntimeError: broken; 3 episodes"):
+        loop._run(None)  # pylint: disable=protected-access
+
+
+def test_row_split_generator_draws_each_block_from_its_own_generator():
+    split = RowSplitGenerator([np.random.default_rng(1), np.random.default_rng(2)])
+    drawn = split.random((4, 3))
+    np.testing.assert_array_equal(drawn[:2], np.random.default_rng(1).random((2, 3)))
+    np.testing.assert_array_equal(drawn[2:], np.random.default_rng(2).random((2, 3)))
+    with pytest.raises(ValueError, match="3 rows do not split over 2"):
+        split.random((3,))
+
+
+def test_environment_seeds_are_distinct_and_one_environment_keeps_the_executor_seed():
+    assert environment_seeds(7, 2, 1, 0, 1000) == [7 + 1 + 2]
+    seeds = [seed for executor_id in range(3)
+             for seed in environment_seeds(7, executor_id, 4, 0, 1000)]
+    assert len(set(seeds)) == 12
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "2"])
+def test_a_bad_num_envs_per_executor_is_refused_naming_the_field(value):
+    with pytest.raises(ValueError, match="num_envs_per_executor"):
+        MADQNConfig(num_envs_per_executor=value)
+
+
+def test_recurrent_agents_refuse_several_environments():
+    with pytest.raises(ValueError, match="num_envs_per_executor=2: recurrent agents"):
+        MADQNConfig(recurrent=True, num_envs_per_executor=2)
+
+
+class RecordingSequenceAdder:
+    """Records every leaf an executor hands its adder (MAPPO's sequence adder's calls)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def add_first(self, timestep, *args):
+        self.calls.append(tree.flatten((timestep.observation, args)))
+
+    def add(self, action, next_timestep, extras=(), *args):
+        self.calls.append(tree.flatten((action, next_timestep, extras, args)))
+
+    def reset(self):
+        pass
+
+
+@pytest.mark.parametrize("name, environment, kwargs", [
+    ("mappo", "debug/line_world_v0", {}),
+    ("maddpg", "mpe/simple_spread_v3", {"continuous_actions": True, "max_cycles": 10})])
+def test_mappo_and_maddpg_streams_write_what_separate_executors_write(
+        tmp_path, name, environment, kwargs):
+    """MAPPO's sampled actions and log-probabilities and MADDPG's Gaussian exploration noise
+    come from each environment's own generator, through one policy call."""
+    system = registry.system_class(name)(wrappers.make_environment_factory(environment, **kwargs),
+                                         run_dir=str(tmp_path / "run"))
+    builder = system.builder
+    networks = builder.make_networks()
+    seeds = environment_seeds(0, 0, 3, 0, RESUME_SEED_STRIDE)
+    separate = []
+    for seed in seeds:
+        adder = RecordingSequenceAdder()
+        executor = builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
+        EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed),
+                        executor).run(num_episodes=2)
+        separate.append(adder.calls)
+    actor = builder.make_executor(networks, ConstantEpsilon(0.3), seed=list(seeds))
+    adders = [RecordingSequenceAdder() for _ in seeds]
+    streams = [builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
+               for adder, seed in zip(adders, seeds)]
+    loop = MultiEnvironmentLoop(
+        [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
+        MultiEnvironmentExecutor(actor, streams))
+    loop.run(num_steps=2 * EPISODE_LENGTH * len(seeds))
+    for adder, expected in zip(adders, separate):
+        assert len(adder.calls) == len(expected) == 2 * (EPISODE_LENGTH + 1)
+        for call, reference in zip(adder.calls, expected):
+            for leaf, reference_leaf in zip(call, reference):
+                # Log-probabilities agree to float32 rounding: BLAS sums a bigger batch's
+                # products in another order. Everything else (actions, versions) is exact.
+                if np.issubdtype(np.asarray(leaf).dtype, np.floating):
+                    np.testing.assert_allclose(leaf, reference_leaf, rtol=1e-6, atol=1e-6)
+                else:
+                    np.testing.assert_array_equal(leaf, reference_leaf)
+
+
+def test_the_tensorflow_path_acts_for_every_environment_in_one_compiled_call(system):
+    """Networks without NumPy twins act in one compiled call for all environments' rows."""
+    from mava_systems.madqn.execution import MADQNExecutor  # pylint: disable=import-outside-toplevel
+
+    class TensorFlowExecutor(MADQNExecutor):
+        def _batched_policy(self, observations, epsilon):  # Its own: no NumPy twin.
+            return super()._batched_policy(observations, epsilon)
+
+    networks = system.builder.make_networks()
+    seeds = [3, 4, 5]
+    actor = TensorFlowExecutor(networks, ConstantEpsilon(0.0), seed=seeds)
+    assert not actor.acts_in_numpy
+    streams = [TensorFlowExecutor(networks, ConstantEpsilon(0.0), seed=seed) for seed in seeds]
+    executor = MultiEnvironmentExecutor(actor, streams)
+    environments = [system.environment_factory(evaluation=False, seed=seed) for seed in seeds]
+    observations = [environment.reset().observation for environment in environments]
+    actions = executor.select_actions(observations)
+    # Greedy: each environment's actions are what its own executor picks alone.
+    for stream, observation, chosen in zip(streams, observations, actions):
+        alone = stream.select_actions(observation)
+        assert {agent: int(action) for agent, action in chosen.items()} == {
+            agent: int(action) for agent, action in alone.items()}
+    loop = MultiEnvironmentLoop(environments, executor)
+    loop.run(num_steps=3 * EPISODE_LENGTH)
+    assert [row["episode_length"] for row in loop.results] == [EPISODE_LENGTH] * 3

@@ -1,0 +1,55 @@
+"""End-to-end: a MADQN program whose executor steps 4 environments stops exactly, counts every
+environment's episodes, and resumes (examples/mpe/run_madqn.py on debug/line_world_v0, whose
+episodes last 10 steps)."""
+
+import os
+import subprocess
+
+from mava_systems.components.run_directory import read_status
+import program_helpers
+from program_helpers import read_csv, stop_count
+
+SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
+                "--n_step=3", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
+                "--num_envs_per_executor=4"]
+NUM_ENVS, EPISODE_LENGTH = 4, 10
+
+
+def run_example(run_dir, *flags):
+    return program_helpers.run_example(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                       *SMALL_CONFIG, *flags)
+
+
+def test_four_environments_per_executor_stop_exactly_and_resume(tmp_path):
+    run_dir = str(tmp_path / "run")
+    output = run_example(run_dir, "--max_executor_steps=400")
+    reached, limit = stop_count(output)
+    counts = read_status(run_dir).counts
+    final_steps = int(counts["executor_steps"])
+    # Within one episode per environment of the limit.
+    assert 400 <= reached <= final_steps <= 400 - 1 + NUM_ENVS * EPISODE_LENGTH
+    assert int(counts["executor_episodes"]) == final_steps // EPISODE_LENGTH
+    rows = read_csv(run_dir, "executor_0")
+    # One row per environment episode, each a whole episode.
+    assert len(rows) == final_steps // EPISODE_LENGTH
+    assert all(int(row["episode_length"]) == EPISODE_LENGTH for row in rows)
+    assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 0
+
+    resumed = run_example(run_dir, "--max_executor_steps=800")
+    reached, limit = stop_count(resumed)
+    counts = read_status(run_dir).counts
+    assert limit == 800
+    assert 800 <= int(counts["executor_steps"]) <= 800 - 1 + NUM_ENVS * EPISODE_LENGTH
+    assert int(counts["executor_episodes"]) == int(counts["executor_steps"]) // EPISODE_LENGTH
+    assert int(counts["executor_0_steps"]) == int(counts["executor_steps"])
+
+
+def test_a_bad_num_envs_per_executor_flag_stops_before_launch(tmp_path):
+    run_dir = str(tmp_path / "run")
+    command = program_helpers.example_command(os.path.join("mpe", "run_madqn.py"), run_dir,
+                                              "--num_envs_per_executor=-2")
+    result = subprocess.run(command, cwd=program_helpers.ROOT, capture_output=True, text=True,
+                            timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode != 0
+    assert "num_envs_per_executor=-2 is out of range" in result.stdout + result.stderr
+    assert not os.path.exists(run_dir)  # Nothing launched, nothing written.
