@@ -13,9 +13,10 @@ each node's process is a child of the launcher, polled every 0.1 s (by `wait()`)
   for it (Launchpad picks free ports when the program is launched, and a node
   binds its port only once it has started, seconds later: a race on a busy
   machine) is started again on a new port, if no other node calls it
-  (executors, the evaluator); one that others call (the replay, the counter,
-  the trainer, a cache) stops the program with one line saying so
-  (`ports_taken`), and `mava_systems.launch` launches it again once;
+  (executors; the evaluator, unless a coordinator does), up to
+  `MAX_PORT_RETRIES` times; one that others call (the replay, the counter, the
+  trainer, a cache) stops the program with one line saying so (`ports_taken`),
+  and `mava_systems.launch` launches it again once;
 - a replay, trainer, counter or coordinator that dies, a node that dies more
   often than that, or a node that exits with an error status, stops the whole
   program (every node saves its checkpoints as at any stop), and the launch
@@ -159,7 +160,6 @@ class ProgramNodes:
             address.bind(lp.SimpleLocalAddressBuilder())
         return next(command for command in self.commands(group_of(name))
                     if command.name == name)
-
 
 
 class NodeSupervisor(worker_manager.WorkerManager):
