@@ -252,12 +252,17 @@ class NodeSupervisor(worker_manager.WorkerManager):
             self._disable_alarm()
 
     def _node_ended(self, name: str, returncode: int) -> None:
-        if returncode == 0 or self.stopping:
+        if returncode == 0:
+            return
+        clock = time.strftime("%H:%M:%S")
+        # A node may stop the program itself as it fails (the replay does): it may then end
+        # by a signal as it stops.
+        if (returncode > 0 or self.stopping) and not self.stopped_by_user \
+                and self._port_taken(name, clock):
+            return
+        if self.stopping:
             return
         how = exit_description(returncode)
-        clock = time.strftime("%H:%M:%S")
-        if returncode > 0 and self._port_taken(name, clock):
-            return
         if returncode < 0 and group_of(name) in RESTARTED_GROUPS \
                 and self.restarts[name] < self.max_restarts:
             self.restarts[name] += 1
@@ -282,15 +287,16 @@ class NodeSupervisor(worker_manager.WorkerManager):
 
     def _port_taken(self, name: str, clock: str) -> bool:
         """Handles node `name`, which failed, if it failed because another process holds one of
-        its ports: restarts it on new ports if no other node calls it, else stops the program.
-        Returns whether it did."""
+        its ports: restarts it on new ports if no other node calls it and the program is not
+        stopping, else stops the program. Returns whether it did."""
         taken = [port for port in self._commands[name].ports if port_is_taken(port)]
         if not taken:
             return False
         port = taken[0]
         retries = self.port_retries.setdefault(name, 0)
         callers = self._program_nodes.callers(name) if self._program_nodes else []
-        if self._program_nodes and not callers and retries < MAX_PORT_RETRIES:
+        if self._program_nodes and not callers and retries < MAX_PORT_RETRIES \
+                and not self.stopping:
             self.port_retries[name] += 1
             command = self._program_nodes.readdressed(name)
             self.deaths.append((name, time.time(), f"port {port} taken", "moved to a new port"))
@@ -305,7 +311,8 @@ class NodeSupervisor(worker_manager.WorkerManager):
         self._say(f"error: {name} could not listen on port {port} at {clock}: another process "
                   "took it after it was picked; stopping the run (the other nodes save their "
                   "checkpoints): launch again to resume on new ports")
-        self._stop()
+        if not self.stopping:
+            self._stop()
         return True
 
     def _kill(self) -> None:

@@ -12,13 +12,16 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from program_helpers import ROOT
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 # A tiny program (no learning): two executors each add one to a counter; the trainer stops
 # the program once the counter reaches 2. argv: the node whose port is taken before it starts,
-# and "always" to take it at every launch (else at the first start only).
+# "always" to take it at every launch (else at the first start only), "stops_itself" for a
+# counter that stops the program itself as it fails (as the replay does).
 PROGRAM = """
 import socket, sys, time
 
@@ -27,8 +30,22 @@ import launchpad as lp
 
 from mava_systems import launch, node_processes
 
+from mava_systems.components import lifecycle
+
 flags.FLAGS(["program", "--lp_termination_notice_secs=5"])
-target, always = sys.argv[1], sys.argv[2:] == ["always"]
+target, how = sys.argv[1], sys.argv[2:]
+always = "always" in how
+
+
+# A node that stops the program itself when it fails, before its process ends (as the
+# replay does).
+class StopsProgramIfItFails(lp.CourierNode):
+    def run(self):
+        try:
+            super().run()
+        except Exception as error:
+            lifecycle.stop_program_after_failure("counter (while starting)", error)
+            raise
 
 
 class Counter:
@@ -66,7 +83,8 @@ class Trainer:
 def build():
     program = lp.Program("ports")
     with program.group("counter"):
-        counter = program.add_node(lp.CourierNode(Counter))
+        node_class = StopsProgramIfItFails if "stops_itself" in how else lp.CourierNode
+        counter = program.add_node(node_class(Counter))
     with program.group("executor"):
         for _ in range(2):
             program.add_node(lp.CourierNode(Executor, counter))
@@ -127,8 +145,9 @@ def test_an_executor_whose_port_was_taken_starts_again_on_a_new_port():
     assert "launch returned" in output and "Launching again" not in output
 
 
-def test_a_called_node_whose_port_was_taken_stops_the_run_and_it_is_launched_again_once():
-    returncode, output = run_program("counter/0")
+@pytest.mark.parametrize("how", [[], ["stops_itself"]])
+def test_a_called_node_whose_port_was_taken_stops_the_run_and_it_is_launched_again_once(how):
+    returncode, output = run_program("counter/0", *how)
     [taken] = taken_ports(output)
     assert (f"error: counter/0 could not listen on port {taken} at ") in output, output
     assert ("another process took it after it was picked; stopping the run (the other nodes "
