@@ -344,6 +344,8 @@ def launch(program: Union[lp.Program, Callable[[], lp.Program]], launch_type: st
     `--ray_*` flags), recording where its nodes ran in `run_dir`.
     Under `local_mp` a node that dies is restarted or stops the program (see
     `mava_systems.node_processes`; `--max_node_restarts`); the third Ctrl-C kills the nodes.
+    A program stopped because another process took a port a node that others call was given
+    is launched again once, on new ports.
 
     Raises:
       NodeFailure: if the program stopped because a node failed or died (once every node has
@@ -352,9 +354,17 @@ def launch(program: Union[lp.Program, Callable[[], lp.Program]], launch_type: st
     build = program if callable(program) else lambda: program
     with recording_node_failures() as failures:
         supervisor = _launch(build, launch_type, run_dir)
+    if supervisor is not None and supervisor.ports_taken and not supervisor.stopped_by_user:
+        # The program stopped and saved: launched again (as its resume command would) on
+        # ports picked afresh, once.
+        supervisor.release_signals()
+        node_processes.tell_user("Launching again on new ports (once), resuming from the "
+                                 "checkpoints just saved.")
+        with recording_node_failures() as failures:
+            supervisor = _launch(build, launch_type, run_dir)
     if supervisor is not None:
         # A node that died comes first: the failures other nodes reported may follow from it.
-        failures[:0] = supervisor.failures
+        failures[:0] = supervisor.ports_taken + supervisor.failures
         if not failures:
             failures.extend(supervisor.exit_failures)
         if supervisor.killed_by_user:

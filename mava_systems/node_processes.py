@@ -9,6 +9,14 @@ each node's process is a child of the launcher, polled every 0.1 s (by `wait()`)
   within a second; an executor (or actor), the evaluator or a cache is started
   again in place, with the same command and address, up to `max_restarts`
   times per node (its counts continue: it reads them from the counter);
+- a node that fails because another process took the port Launchpad picked
+  for it (Launchpad picks free ports when the program is launched, and a node
+  binds its port only once it has started, seconds later: a race on a busy
+  machine) is started again on a new port, if no other node calls it
+  (executors; the evaluator, unless a coordinator does), up to
+  `MAX_PORT_RETRIES` times; one that others call (the replay, the counter, the
+  trainer, a cache) stops the program with one line saying so (`ports_taken`),
+  and `mava_systems.launch` launches it again once;
 - a replay, trainer, counter or coordinator that dies, a node that dies more
   often than that, or a node that exits with an error status, stops the whole
   program (every node saves its checkpoints as at any stop), and the launch
@@ -23,8 +31,10 @@ launcher if it is killed (nothing is left running).
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +51,8 @@ from mava_systems import console
 # that the program needs (an executor's episode in progress is lost, its counts are not).
 RESTARTED_GROUPS = ("executor", "actor", "evaluator", "cacher")
 DEFAULT_MAX_RESTARTS = 3
+# New ports tried for one node whose port another process took, before the run stops.
+MAX_PORT_RETRIES = 3
 # The environment variable naming a node process's node ("executor/0"): tools find nodes by it.
 NODE_NAME_ENV = "MAVA_SYSTEMS_NODE"
 _PR_SET_PDEATHSIG = 1
@@ -76,34 +88,78 @@ def exit_description(returncode: int) -> str:
 
 
 class NodeCommand:
-    """How to start one node's process: its name ("trainer/0"), command and environment."""
+    """How to start one node's process: its name ("trainer/0"), command and environment, and
+    the ports it listens on."""
 
-    def __init__(self, name: str, command: Sequence[str], env: Dict[str, str]):
+    def __init__(self, name: str, command: Sequence[str], env: Dict[str, str],
+                 ports: Sequence[int] = ()):
         self.name = name
         self.command = list(command)
         self.env = env
+        self.ports = list(ports)
 
 
-def node_commands(program: lp.Program) -> List[NodeCommand]:
-    """Prepares `program` for a `local_mp` launch (as Launchpad's does: launch contexts, handles,
-    addresses) and returns its nodes' commands."""
-    for nodes in program.groups.values():
-        for node in nodes:
+def port_is_taken(port: int) -> bool:
+    """Whether a process holds `port` on 127.0.0.1 now (listening or bound to it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no owner.
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            return error.errno == errno.EADDRINUSE
+    return False
+
+
+class ProgramNodes:
+    """A program prepared for a `local_mp` launch (as Launchpad prepares one: launch contexts,
+    handles, addresses): its nodes' commands, which nodes call which, and new ports for a node
+    whose port another process took."""
+
+    def __init__(self, program: lp.Program):
+        self._groups = program.groups
+        self._nodes = {f"{label}/{index}": node for label, nodes in program.groups.items()
+                       for index, node in enumerate(nodes)}
+        for node in self._nodes.values():
             node._initialize_context(lp_context.LaunchType.LOCAL_MULTI_PROCESSING,  # pylint: disable=protected-access
                                      launch_config=None)
-    for label, nodes in program.groups.items():
-        for node in nodes:
-            for handle in node.input_handles:
-                handle.connect(node, label)
-    for node in program.get_all_nodes():
-        node.bind_addresses()
-    commands = []
-    for label, nodes in program.groups.items():
-        for executable in nodes[0].to_executables(nodes, label, nodes[0].launch_context):
-            env = {**os.environ, **{key: str(value)
-                                    for key, value in executable.env_overrides.items()}}
-            commands.append(NodeCommand(executable.title, executable.command_as_list, env))
-    return commands
+        for label, nodes in program.groups.items():
+            for node in nodes:
+                for handle in node.input_handles:
+                    handle.connect(node, label)
+        for node in program.get_all_nodes():
+            node.bind_addresses()
+
+    def commands(self, label: Optional[str] = None) -> List[NodeCommand]:
+        """The commands of every node (or of group `label`'s)."""
+        commands = []
+        for group, nodes in self._groups.items():
+            if label not in (None, group):
+                continue
+            for executable in nodes[0].to_executables(nodes, group, nodes[0].launch_context):
+                env = {**os.environ, **{key: str(value)
+                                        for key, value in executable.env_overrides.items()}}
+                commands.append(NodeCommand(executable.title, executable.command_as_list, env,
+                                            self.ports(executable.title)))
+        return commands
+
+    def ports(self, name: str) -> List[int]:
+        """The ports node `name` listens on."""
+        return [lp.get_port_from_address(address.resolve())
+                for address in self._nodes[name].addresses]
+
+    def callers(self, name: str) -> List[str]:
+        """The nodes that call node `name` (hold a handle to one of its addresses)."""
+        owned = [id(address) for address in self._nodes[name].addresses]
+        return [caller for caller, node in self._nodes.items() if caller != name and any(
+            id(getattr(handle, "_address", None)) in owned for handle in node.input_handles)]
+
+    def readdressed(self, name: str) -> NodeCommand:
+        """Node `name`'s command after new ports are picked for it (its group's other nodes
+        keep theirs: their running processes read the same addresses from their own files)."""
+        for address in self._nodes[name].addresses:
+            address.bind(lp.SimpleLocalAddressBuilder())
+        return next(command for command in self.commands(group_of(name))
+                    if command.name == name)
 
 
 class NodeSupervisor(worker_manager.WorkerManager):
@@ -111,8 +167,12 @@ class NodeSupervisor(worker_manager.WorkerManager):
     module docstring): its `wait()` returns once every node has ended."""
 
     def __init__(self, max_restarts: int = DEFAULT_MAX_RESTARTS,
-                 say: Optional[Callable[[str], None]] = None):
+                 say: Optional[Callable[[str], None]] = None,
+                 program_nodes: Optional[ProgramNodes] = None):
         super().__init__(kill_main_thread=False)
+        # Launchpad gives its notice only to a process's first worker manager (a second one
+        # exists when a launch is launched again: see `mava_systems.launch.launch`).
+        self._termination_notice_secs = worker_manager.FLAGS.lp_termination_notice_secs
         if max_restarts < 0:
             raise ValueError(f"max_restarts must be 0 or more, got {max_restarts}")
         self.max_restarts = max_restarts
@@ -123,9 +183,15 @@ class NodeSupervisor(worker_manager.WorkerManager):
         # node that fails says why itself: see `lifecycle.stop_program_after_failure`).
         self.failures: List[str] = []
         self.exit_failures: List[str] = []
+        # Nodes that failed because another process took their port, and stopped the program
+        # (a node that others call cannot move: see `_port_taken`).
+        self.ports_taken: List[str] = []
+        # New ports picked for each node whose port another process took.
+        self.port_retries: Dict[str, int] = {}
+        self._program_nodes = program_nodes
         self._commands: Dict[str, NodeCommand] = {}
         self._output: List[subprocess.Popen] = []
-        self._say = say or _say
+        self._say = say or tell_user
         self.ctrl_c = PatientCtrlC(self, self._say)
 
     def start(self, node: NodeCommand) -> subprocess.Popen:
@@ -157,6 +223,17 @@ class NodeSupervisor(worker_manager.WorkerManager):
         return self.ctrl_c.killed
 
     @property
+    def stopped_by_user(self) -> bool:
+        """Whether Ctrl-C was pressed."""
+        return self.ctrl_c.presses > 0
+
+    def release_signals(self) -> None:
+        """Stops handling the launcher's signals (once every node has ended, before another
+        launch's supervisor handles them)."""
+        self._disable_signals()
+        worker_manager._remove_signal_handler(signal.SIGINT, self.ctrl_c._first)  # pylint: disable=protected-access
+
+    @property
     def stopping(self) -> bool:
         return self._stop_counter > 0 or self._stop_event.is_set()
 
@@ -175,10 +252,17 @@ class NodeSupervisor(worker_manager.WorkerManager):
             self._disable_alarm()
 
     def _node_ended(self, name: str, returncode: int) -> None:
-        if returncode == 0 or self.stopping:
+        if returncode == 0:
+            return
+        clock = time.strftime("%H:%M:%S")
+        # A node may stop the program itself as it fails (the replay does): it may then end
+        # by a signal as it stops.
+        if (returncode > 0 or self.stopping) and not self.stopped_by_user \
+                and self._port_taken(name, clock):
+            return
+        if self.stopping:
             return
         how = exit_description(returncode)
-        clock = time.strftime("%H:%M:%S")
         if returncode < 0 and group_of(name) in RESTARTED_GROUPS \
                 and self.restarts[name] < self.max_restarts:
             self.restarts[name] += 1
@@ -200,6 +284,36 @@ class NodeSupervisor(worker_manager.WorkerManager):
         self._say(f"error: {name} {how} at {clock}; {reason}: stopping the run (the other "
                   "nodes save their checkpoints)")
         self._stop()
+
+    def _port_taken(self, name: str, clock: str) -> bool:
+        """Handles node `name`, which failed, if it failed because another process holds one of
+        its ports: restarts it on new ports if no other node calls it and the program is not
+        stopping, else stops the program. Returns whether it did."""
+        taken = [port for port in self._commands[name].ports if port_is_taken(port)]
+        if not taken:
+            return False
+        port = taken[0]
+        retries = self.port_retries.setdefault(name, 0)
+        callers = self._program_nodes.callers(name) if self._program_nodes else []
+        if self._program_nodes and not callers and retries < MAX_PORT_RETRIES \
+                and not self.stopping:
+            self.port_retries[name] += 1
+            command = self._program_nodes.readdressed(name)
+            self.deaths.append((name, time.time(), f"port {port} taken", "moved to a new port"))
+            self._say(f"warning: {name} could not listen on port {port} at {clock}: another "
+                      f"process took it after it was picked; started {name} again on port "
+                      f"{', '.join(map(str, command.ports))}")
+            self.start(command)
+            return True
+        self.deaths.append((name, time.time(), f"port {port} taken", "stopped the run"))
+        self.ports_taken.append(f"{name} could not listen on port {port}: another process took "
+                                "it after it was picked")
+        self._say(f"error: {name} could not listen on port {port} at {clock}: another process "
+                  "took it after it was picked; stopping the run (the other nodes save their "
+                  "checkpoints): launch again to resume on new ports")
+        if not self.stopping:
+            self._stop()
+        return True
 
     def _kill(self) -> None:
         """Kills every node process and its children (never this process)."""
@@ -236,14 +350,14 @@ class PatientCtrlC:
                  say: Optional[Callable[[str], None]] = None):
         self.killed = False
         self._manager = manager
-        self._say = say or _say
-        self._presses = 0
+        self._say = say or tell_user
+        self.presses = 0
         # pylint: disable=protected-access
         worker_manager._remove_signal_handler(signal.SIGINT, manager._stop_by_user)
         worker_manager._register_signal_handler(signal.SIGINT, self._first)
 
     def _first(self) -> None:
-        self._presses = 1
+        self.presses = 1
         # Launchpad's dispatcher forgets its SIGINT handlers once it has called them.
         signal.signal(signal.SIGINT, self._again)
         notice_s = max(self._manager._termination_notice_secs, 0)  # pylint: disable=protected-access
@@ -254,8 +368,8 @@ class PatientCtrlC:
 
     def _again(self, signal_number: int, frame: object) -> None:
         del signal_number, frame
-        self._presses += 1
-        if self._presses == 2:
+        self.presses += 1
+        if self.presses == 2:
             self._say("Still stopping: the nodes are saving their checkpoints, then the summary "
                       "is written. Press Ctrl-C once more to kill them now (what they have not "
                       "saved is lost).")
@@ -265,7 +379,7 @@ class PatientCtrlC:
             self._manager._kill()  # pylint: disable=protected-access
 
 
-def _say(text: str) -> None:
+def tell_user(text: str) -> None:
     """Prints `text` on the terminal's stderr and, when the output is captured, in the log."""
     console.report_error(text)
     if console.is_quiet():
@@ -275,8 +389,9 @@ def _say(text: str) -> None:
 def launch(program: lp.Program, max_restarts: int = DEFAULT_MAX_RESTARTS) -> NodeSupervisor:
     """Starts every node of `program` in its own process, watched by the `NodeSupervisor` it
     returns (call its `wait()`)."""
-    supervisor = NodeSupervisor(max_restarts)
-    for node in node_commands(program):
+    program_nodes = ProgramNodes(program)
+    supervisor = NodeSupervisor(max_restarts, program_nodes=program_nodes)
+    for node in program_nodes.commands():
         supervisor.start(node)
     sys.stdout.flush()
     return supervisor
