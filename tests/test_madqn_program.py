@@ -163,7 +163,10 @@ def kill_after_checkpoints(command, run_dir, log_path, min_steps):
             assert time.time() < deadline, "no periodic checkpoints were written"
             time.sleep(0.2)
     finally:
-        os.killpg(process.pid, signal.SIGKILL)
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # It had ended already (the assertion above says why).
+            pass
         process.wait()
     output = log_path.read_text() + launch_log(os.path.join(run_dir, "output.log"), 0)
     assert "Coordinator: executor_steps" not in output, "the run ended before the kill"
