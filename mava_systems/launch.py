@@ -24,6 +24,7 @@ from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTI
                                                StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
 from mava_systems.config import parse_json_object
+from mava_systems.components import exploration
 from mava_systems.components.disk_space import disk_full_message
 from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
@@ -191,6 +192,31 @@ def topology_from_flags(executor_name: str = "executor") -> dict:
     return topology
 
 
+def define_exploration_flag(executor_name: str = "executor") -> None:
+    """Defines `--exploration`: one exploration schedule for every executor of a system that
+    explores by schedule (epsilon; MADDPG's noise scale), instead of the system's default."""
+    flags.DEFINE_string(
+        "exploration", "",
+        f"The exploration schedule of every {executor_name}: {exploration.SCHEDULE_FORMATS} "
+        f"(over each {executor_name}'s own steps); empty: the system's default schedules.")
+
+
+def exploration_from_flags(num_executors: int) -> Dict[str, Any]:
+    """The system keyword argument `--exploration` sets: `exploration_schedules` (the same
+    schedule for each of `num_executors` executors), or nothing for the system's default.
+
+    Raises:
+      ValueError: naming the flag, for a schedule it cannot parse.
+    """
+    try:
+        schedule = exploration.parse_schedule(FLAGS.exploration)
+    except ValueError as error:
+        raise ValueError(f"--exploration: {error}") from None
+    if schedule is None:
+        return {}
+    return {"exploration_schedules": [schedule] * max(num_executors, 0)}
+
+
 def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
                  executor_name: str = "executor", default_num_caches: Optional[int] = 0,
                  config_defaults: Optional[Mapping[str, Any]] = None,
@@ -208,6 +234,9 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     """
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
     define_config_flags(config_class, config_defaults)
+    explores_by_schedule = getattr(system_class, "explores_by_schedule", False)
+    if explores_by_schedule:
+        define_exploration_flag(executor_name)
 
     def main(argv: Sequence[str]) -> None:
         if len(argv) > 1:
@@ -217,11 +246,14 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
             configure_tensorflow_threads(FLAGS.tf_threads)
             for module in FLAGS.env_module:
                 wrappers.import_registration(module)
+            topology = topology_from_flags(executor_name)
+            if explores_by_schedule:
+                topology.update(exploration_from_flags(topology[f"num_{executor_name}s"]))
             system = system_class(
                 environment_factory=wrappers.make_environment_factory(
                     FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs)),
                 config=config_from_flags(config_class),
-                **topology_from_flags(executor_name))
+                **topology)
             status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             console.fail(f"error: {error}")

@@ -79,6 +79,16 @@ def test_an_example_flag_that_does_not_parse_is_named(tmp_path):
     assert not (tmp_path / "run").exists()  # Nothing started.
 
 
+def test_an_exploration_flag_that_does_not_parse_is_named(tmp_path):
+    code, stdout, stderr = _run(example_command(os.path.join("mpe", "run_madqn.py"),
+                                                str(tmp_path / "run"), "--exploration=linear:1"))
+    assert code == 1 and stdout == ""
+    assert _error_lines(stderr) == [
+        "error: --exploration: exploration schedule 'linear:1': expected 'constant:EPSILON' "
+        "or 'linear:START,END,DECAY_STEPS'"]
+    assert not (tmp_path / "run").exists()  # Nothing started.
+
+
 def test_an_optional_number_flag_that_does_not_parse_is_named():
     assert launch._optional_number_flag("samples_per_insert", "None") is None
     assert launch._optional_number_flag("samples_per_insert", "8") == 8.0

@@ -89,6 +89,9 @@ def test_unknown_system_and_environment_are_refused_listing_the_available_ones(t
     (["--set", "madqn.learning_rate=-1"], "learning_rate=-1.0 is out of range"),
     (["--set", "madqn.seed=3"], "seed is set by the grid"),
     (["--systems=madqn,madqn"], "label 'madqn' appears twice"),
+    (["--set", "madqn.exploration=linear:1"], "madqn.exploration=linear:1: exploration schedule"),
+    (["--systems=mappo", "--set", "mappo.exploration=constant:0.1"],
+     "MAPPOConfig has no field 'exploration'"),
 ])
 def test_bad_grid_settings_are_refused(tmp_path, capsys, arguments, message):
     out = str(tmp_path / "grid")
@@ -333,11 +336,21 @@ def test_the_progress_line_counts_runs_done_and_the_running_runs_steps(tmp_path)
                            f"madqn {ENV} seed 3 0/300 | elapsed 0:00:00 | remaining ")
 
 
+def test_runs_go_seed_by_seed_so_a_grid_stopped_part_way_compares_every_entry():
+    grid = grid_lib.Grid(grid_lib.parse_entries("madqn,dqn"), [ENV, "gymnasium/CartPole-v1"], 2, 10)
+    assert [(run.seed, run.environment, run.entry.label) for run in grid.runs("out")] == [
+        (seed, environment, label) for seed in (0, 1)
+        for environment in (ENV, "gymnasium/CartPole-v1") for label in ("madqn", "dqn")]
+
+
 def test_each_run_command_names_its_systems_step_limit_seed_and_overrides(tmp_path):
     entries = grid_lib.parse_entries("madqn,dqn")
     grid = grid_lib.Grid(entries, ["gymnasium/CartPole-v1"], 2, 500,
-                         grid_lib.parse_overrides(["dqn.learning_rate=3e-4"], entries))
-    dqn_seed_1 = grid.runs(str(tmp_path))[3]
+                         grid_lib.parse_overrides(["dqn.learning_rate=3e-4",
+                                                   "madqn.exploration=linear:1,0.05,100"], entries))
+    madqn_seed_1, dqn_seed_1 = grid.runs(str(tmp_path))[2:]
+    assert "--exploration=linear:1,0.05,100" in scheduling.run_command(grid, madqn_seed_1,
+                                                                       "local_mt")
     command = scheduling.run_command(grid, dqn_seed_1, "local_mt")
     assert command[1:3] == ["-m", "mava_systems.experiment.run_one"]
     assert {"--system=dqn", "--env=gymnasium/CartPole-v1", "--max_actor_steps=500", "--seed=1",

@@ -8,7 +8,8 @@ import tensorflow as tf
 import wrappers
 from mava_systems import madqn
 from mava_systems.components.exploration import (ConstantEpsilon, LinearEpsilon,
-                                                 default_schedules, executor_epsilons)
+                                                 default_schedules, executor_epsilons,
+                                                 parse_schedule)
 from mava_systems.madqn.execution import MADQNExecutor
 from wrappers import OLT
 
@@ -238,3 +239,30 @@ def test_executor_epsilon_follows_its_schedule_per_observed_step(tictactoe_syste
     for _ in range(10):
         executor.observe({}, None)
     assert executor.epsilon == pytest.approx(0.0)
+
+
+# --------------------------------------------------------------------------- --exploration
+
+
+def test_parse_schedule_reads_both_formats_and_empty_means_the_default():
+    assert parse_schedule("") is None and parse_schedule("  ") is None
+    constant = parse_schedule("constant:0.1")
+    assert isinstance(constant, ConstantEpsilon) and constant(0) == constant(10**9) == 0.1
+    linear = parse_schedule("linear:1, 0.05, 2e5")
+    assert isinstance(linear, LinearEpsilon)
+    assert [linear(0), linear(100_000), linear(200_000), linear(10**7)] == pytest.approx(
+        [1.0, 0.525, 0.05, 0.05])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("linear:1,0.05", "expected 'constant:EPSILON' or 'linear:START,END,DECAY_STEPS'"),
+    ("exponential:0.1", "expected 'constant:EPSILON'"),
+    ("constant", "expected 'constant:EPSILON'"),
+    ("constant:1.5", r"epsilon must be in \[0, 1\], got 1.5"),
+    ("linear:1,0.05,0", "decay_steps must be positive, got 0"),
+    ("linear:1,0.05,10.5", "DECAY_STEPS must be a whole number, got 10.5"),
+    ("constant:abc", "could not convert string to float"),
+])
+def test_parse_schedule_names_what_is_wrong(text, message):
+    with pytest.raises(ValueError, match=f"^exploration schedule {text!r}: .*{message}"):
+        parse_schedule(text)

@@ -49,7 +49,9 @@ def run_and_resume(script, run_dir, flags, first_limit, second_limit):
 
 def test_lbf_qmix_runs_resumes_and_evaluates(tmp_path):
     run_dir = str(tmp_path / "run")
-    run_and_resume(os.path.join("lbf", "run_qmix.py"), run_dir, LBF_QMIX, 300, 500)
+    # Epsilon falls from 1 to 0.05 over the executor's first 400 steps, also across the resume.
+    run_and_resume(os.path.join("lbf", "run_qmix.py"), run_dir,
+                   [*LBF_QMIX, "--exploration=linear:1,0.05,400"], 300, 500)
     with open(os.path.join(run_dir, "run.json")) as run_file:
         description = json.load(run_file)
     assert description["environment_name"] == "lbf/Foraging-8x8-2p-2f-coop-v3"
@@ -57,7 +59,12 @@ def test_lbf_qmix_runs_resumes_and_evaluates(tmp_path):
     assert description["agents"] == ["agent_0", "agent_1"]
     # The mixer reads the state (2 x 12 observations) through hypernetworks of 16 units.
     assert [24, 2 * 16 + 2 * 8] in description["mixer_variables"]
+    assert description["exploration_schedules"] == ["LinearEpsilon(1.0, 0.05, 400)"]
     executor_rows = read_csv(run_dir, "executor_0")
+    for row in executor_rows:  # Each row's epsilon is the schedule's at (about) its step.
+        expected = max(1.0 - 0.95 * int(row["executor_steps"]) / 400, 0.05)
+        assert float(row["epsilon"]) == pytest.approx(expected, abs=0.15)
+    assert float(executor_rows[-1]["epsilon"]) == pytest.approx(0.05)
     assert all(0.0 <= float(row["episode_return"]) <= 1.0 for row in executor_rows)
     assert all(1 <= int(row["episode_length"]) <= 50 for row in executor_rows)
 

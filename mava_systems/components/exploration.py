@@ -1,6 +1,6 @@
 """Exploration rates for a set of executors."""
 
-from typing import List
+from typing import Callable, List, Optional
 
 import numpy as np
 
@@ -66,3 +66,35 @@ class LinearEpsilon:
 def default_schedules(num_executors: int) -> List[ConstantEpsilon]:
     """One constant schedule per executor, from `executor_epsilons`."""
     return [ConstantEpsilon(epsilon) for epsilon in executor_epsilons(num_executors)]
+
+
+SCHEDULE_FORMATS = "'constant:EPSILON' or 'linear:START,END,DECAY_STEPS'"
+
+
+def parse_schedule(text: str) -> Optional[Callable[[int], float]]:
+    """The schedule `text` names: `constant:0.1` or `linear:1.0,0.05,200000` (epsilon falling
+    over an executor's first 200,000 steps); None for "" (the system's default schedules).
+
+    Raises:
+      ValueError: naming the text and the accepted formats.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    kind, colon, arguments = text.partition(":")
+    values = [value.strip() for value in arguments.split(",")] if colon else []
+    try:
+        if kind == "constant" and len(values) == 1:
+            return ConstantEpsilon(float(values[0]))
+        if kind == "linear" and len(values) == 3:
+            return LinearEpsilon(float(values[0]), float(values[1]), _whole_number(values[2]))
+    except ValueError as error:
+        raise ValueError(f"exploration schedule {text!r}: {error}") from None
+    raise ValueError(f"exploration schedule {text!r}: expected {SCHEDULE_FORMATS}")
+
+
+def _whole_number(text: str) -> int:
+    value = float(text)  # "2e5" as well as "200000".
+    if not value.is_integer():
+        raise ValueError(f"DECAY_STEPS must be a whole number, got {text}")
+    return int(value)

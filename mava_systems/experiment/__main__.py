@@ -43,7 +43,9 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--parallel", type=int, default=1, help="runs at a time")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="LABEL.FIELD=VALUE",
-                        help="a config field of one entry, e.g. madqn.learning_rate=3e-4 "
+                        help="a config field of one entry, e.g. madqn.learning_rate=3e-4, or the "
+                             "exploration schedule of a value-based one, e.g. "
+                             "qmix.exploration=linear:1,0.05,200000 "
                              "(repeatable)")
     parser.add_argument("--start_fresh", action="store_true",
                         help="move an existing --out aside (to <out>.old-<n>) and start anew")

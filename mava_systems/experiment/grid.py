@@ -15,6 +15,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mava_systems import registry
+from mava_systems.components import exploration
 from mava_systems.components.run_directory import move_aside
 import wrappers
 
@@ -23,6 +24,9 @@ RUNS_DIR = "runs"
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Set by the grid for each run, so not settable with --set.
 GRID_FIELDS = ("seed",)
+# Settable with --set besides config fields, for systems that explore by schedule: the
+# examples' --exploration flag (e.g. `--set qmix.exploration=linear:1,0.05,200000`).
+EXPLORATION_SETTING = "exploration"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,10 +140,17 @@ def parse_overrides(settings: Sequence[str], entries: Sequence[Entry]) -> Dict[s
             raise ValueError(f"--set {item!r}: {field_name} is set by the grid (--seeds)")
         overrides[label][field_name] = value
     for label, fields in overrides.items():
-        config_class = registry.system_class(by_label[label].system).config_class
+        system_class = registry.system_class(by_label[label].system)
+        config_class = system_class.config_class
         known = {field.name: field for field in dataclasses.fields(config_class)}
         values = {}
         for name, text in fields.items():
+            if name == EXPLORATION_SETTING and getattr(system_class, "explores_by_schedule", False):
+                try:
+                    exploration.parse_schedule(text)
+                except ValueError as error:
+                    raise ValueError(f"--set {label}.{name}={text}: {error}") from None
+                continue
             if name not in known:
                 raise ValueError(f"--set {label}.{name}: {config_class.__name__} has no field "
                                  f"{name!r}; fields: {', '.join(known)}")
@@ -184,12 +195,13 @@ class Grid:
                    settings["max_executor_steps"], overrides)
 
     def runs(self, out: str) -> List[Run]:
-        """Every run, environment by environment, then entry, then seed."""
+        """Every run, seed by seed, then environment, then entry: a grid stopped part-way
+        has compared every entry on the same seeds."""
         return [Run(entry, environment, seed,
                     os.path.join(os.path.abspath(out), RUNS_DIR, *split_environment(environment),
                                  entry.label, f"seed_{seed}"))
-                for environment in self.environments for entry in self.entries
-                for seed in range(self.seeds)]
+                for seed in range(self.seeds) for environment in self.environments
+                for entry in self.entries]
 
 
 def read_grid(out: str) -> Grid:
