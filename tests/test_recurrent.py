@@ -367,3 +367,18 @@ def test_n_step_targets_stop_at_the_final_observation_and_the_sequence_end():
     targets = n_step_targets(rewards, tf.ones_like(mask), values, tf.ones_like(mask), n_step=3,
                              discount=g).numpy()[:, 0]
     np.testing.assert_allclose(targets[3:], [4 + g * 0 + g * g * 99, 0 + g * 99])
+
+
+def test_the_reference_networks_own_unroll_equals_stepping_it():
+    network = madqn.networks.RecurrentQNetwork([16], gru_size=8, num_actions=3)
+    observations = tf.random.stateless_normal([7, 5, 2, 3], seed=[1, 2])  # [T, B, *obs]
+    state = tf.random.stateless_normal([5, 8], seed=[3, 4])
+    stepped, stepped_state = snt.dynamic_unroll(network, observations, state)
+    unrolled, unrolled_state = network.unroll(observations, state)  # Known T: in the graph.
+    np.testing.assert_allclose(unrolled, stepped, atol=1e-5)
+    np.testing.assert_allclose(unrolled_state, stepped_state, atol=1e-5)
+    unknown_length = tf.function(network.unroll, input_signature=[
+        tf.TensorSpec([None, None, 2, 3]), tf.TensorSpec([None, 8])])
+    looped, looped_state = unknown_length(observations, state)  # Unknown T: a graph loop.
+    np.testing.assert_allclose(looped, stepped, atol=1e-5)
+    np.testing.assert_allclose(looped_state, stepped_state, atol=1e-5)

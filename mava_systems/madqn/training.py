@@ -307,6 +307,16 @@ class MADQNTrainer(TrainerLoop):
         return variables_as_numpy(self._networks.q_networks, names)
 
 
+def unroll_network(network: snt.RNNCore, observations: tf.Tensor, state: Any) -> Tuple[tf.Tensor, Any]:
+    """`network`'s outputs [T, N, ...] over time-major `observations` from `state`, and its final
+    state: through the network's own `unroll` when it has one (`RecurrentQNetwork`'s batches
+    the layers around its GRU), else stepped by `snt.dynamic_unroll` (any Sonnet RNN core)."""
+    own_unroll = getattr(network, "unroll", None)
+    if callable(own_unroll):
+        return own_unroll(observations, state)
+    return snt.dynamic_unroll(network, observations, state)
+
+
 class SequenceQValues(NamedTuple):
     """One network's values over a batch of stored sequences, time-major: [T, B * A] columns
     (each (sequence, agent) pair; see `time_major`)."""
@@ -346,11 +356,11 @@ class SequenceLearning:
         burn_in = self._burn_in_length
         observations = observation_to_input(observations)
         if not burn_in:
-            return snt.dynamic_unroll(network, observations, state)[0]
-        burnt_in, state = snt.dynamic_unroll(network, observations[:burn_in], state)
+            return unroll_network(network, observations, state)[0]
+        burnt_in, state = unroll_network(network, observations[:burn_in], state)
         state = tree.map_structure(
             lambda part: tf.where(starts_episode[:, None], part, tf.stop_gradient(part)), state)
-        rest, _ = snt.dynamic_unroll(network, observations[burn_in:], state)
+        rest, _ = unroll_network(network, observations[burn_in:], state)
         return tf.concat([burnt_in, rest], axis=0)
 
     def sequence_q_values(self, key: str, steps: Any) -> SequenceQValues:
