@@ -188,7 +188,9 @@ def wait_for_rows(run_dir, node, count, process, timeout_s=240):
 
 
 def checkpoints(run_dir, node):
-    return sorted(glob.glob(os.path.join(run_dir, "checkpoints", node, "ckpt-*.index")))
+    """The node's checkpoint index files, oldest first (by number: ckpt-10 after ckpt-9)."""
+    paths = glob.glob(os.path.join(run_dir, "checkpoints", node, "ckpt-*.index"))
+    return sorted(paths, key=lambda path: int(os.path.basename(path)[len("ckpt-"):-len(".index")]))
 
 
 def kill_node_and_wait_for_stop(run_dir, node, times):
