@@ -391,3 +391,27 @@ def test_a_loop_still_working_after_the_stop_is_waited_for_a_blocked_one_given_u
     assert len(warnings) == 1 and "\n" not in warnings[0]
     assert "It waits in threading.py:" in warnings[0] and "in blocked_loop" in warnings[0]
     assert lifecycle._ABANDONED == ["blocked loop"]  # pylint: disable=protected-access
+
+
+AFTER_THE_PROGRAM = """
+import sys
+from mava_systems.components import lifecycle
+lifecycle._ABANDONED.append("trainer loop")  # As `run_watched` does when it gives a loop up.
+with lifecycle.work_after_the_program():
+    lifecycle.exit_if_loops_were_abandoned(0)  # What the launch calls: the process goes on.
+    print("final evaluation", flush=True)
+    if sys.argv[1] == "interrupted":
+        sys.exit(3)
+lifecycle.exit_if_loops_were_abandoned(0, final=True)
+print("never printed", flush=True)
+"""
+
+
+@pytest.mark.parametrize("outcome, exit_code", [("finished", 0), ("interrupted", 3)])
+def test_a_loop_given_up_at_the_stop_leaves_the_work_after_the_program_done(outcome, exit_code):
+    """A grid run whose trainer loop was given up at the stop (local_mt) still saves its final
+    evaluation; the process then ends at once, with the code of the run's outcome."""
+    result = subprocess.run([sys.executable, "-c", AFTER_THE_PROGRAM, outcome],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == exit_code, result.stderr[-2000:]
+    assert "final evaluation" in result.stdout and "never printed" not in result.stdout

@@ -12,12 +12,13 @@ loops and their start-up calls run watched (`run_watched`, `call_unless_stopped`
 once the program stops, they are given up after a grace instead of waited for.
 """
 
+import contextlib
 import os
 import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Optional, Tuple, TypeVar
+from typing import Any, Callable, Iterator, Optional, Tuple, TypeVar
 
 from absl import logging
 import launchpad as lp
@@ -27,6 +28,8 @@ from launchpad.launch import worker_manager
 STOP_GRACE_S = 3.0
 # Names of the loops `run_watched` gave up in this process.
 _ABANDONED: list = []
+# Set while the process has work to do after its program (see `work_after_the_program`).
+_WORK_AFTER_THE_PROGRAM: list = []
 # Seconds a node's loop gets, once the program stops, to return by itself while it does not
 # move (see `run_watched`). A blocked replay call returns within 1 s while its server is up
 # (3 s after the stop).
@@ -256,16 +259,37 @@ def call_unless_stopped(function: Callable[[], T], name: str,
     return outcome.get("result", default)
 
 
-def exit_if_loops_were_abandoned(exit_code: int = 0) -> None:
+def exit_if_loops_were_abandoned(exit_code: int = 0, final: bool = False) -> None:
     """Ends the process now (with `exit_code`) if `run_watched` gave up a loop in it.
 
     A given-up loop stays blocked inside a Reverb or gRPC call; tearing the
     interpreter down around it can abort the process ("terminate called without
     an active exception") after a clean stop. Call it once the program is over.
+    Inside `work_after_the_program` only a `final` call ends the process.
     """
-    if _ABANDONED:
+    if _ABANDONED and (final or not _WORK_AFTER_THE_PROGRAM):
         logging.warning("Ending the process without its normal teardown: %s stayed blocked",
                         ", ".join(_ABANDONED))
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code)  # pylint: disable=protected-access
+
+
+@contextlib.contextmanager
+def work_after_the_program() -> Iterator[None]:
+    """A block launching a program after which the process has more to do (e.g. evaluate it).
+
+    The launch does not end the process because a node loop was given up
+    (`exit_if_loops_were_abandoned`): the caller does its work, then calls
+    `exit_if_loops_were_abandoned(code, final=True)`. A `SystemExit` out of
+    the block still ends the process at once, with its code.
+    """
+    _WORK_AFTER_THE_PROGRAM.append(True)
+    try:
+        yield
+    except SystemExit as exit_request:
+        code = exit_request.code
+        exit_if_loops_were_abandoned(code if isinstance(code, int) else 1, final=True)
+        raise
+    finally:
+        _WORK_AFTER_THE_PROGRAM.pop()

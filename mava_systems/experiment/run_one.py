@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app, flags, logging
 
 from mava_systems import console, evaluate, launch, registry
+from mava_systems.components import lifecycle
 from mava_systems.components.run_directory import read_status
 from mava_systems.experiment import systems
 
@@ -100,18 +101,23 @@ def make_main(system_class: Any):
     def main(argv: List[str]) -> None:
         if not FLAGS.run_dir:
             raise app.UsageError("--run_dir is required")
-        example(argv)
-        max_steps = getattr(FLAGS, step_flag)
-        steps = read_status(FLAGS.run_dir).counts.get("executor_steps", 0)
-        if max_steps and steps < max_steps:
-            console.say([f"Stopped at {int(steps)} of {max_steps} executor steps: not finished"])
-            sys.exit(INTERRUPTED_EXIT_CODE)
-        episodes = FINAL_EVALUATION_FACTOR * FLAGS.evaluation_episodes
-        result = final_evaluation(FLAGS.run_dir, episodes, seed=FLAGS.seed)
-        save_final_evaluation(FLAGS.run_dir, result)
-        # On the terminal, not in the run's output log: the terminal is quiet by now.
-        console.say([f"Final evaluation ({result['episodes']} greedy episodes) saved in "
-                     f"{final_evaluation_path(FLAGS.run_dir)}"])
+        # A node loop given up at the stop (local_mt) must not end the process before the
+        # final evaluation.
+        with lifecycle.work_after_the_program():
+            example(argv)
+            max_steps = getattr(FLAGS, step_flag)
+            steps = read_status(FLAGS.run_dir).counts.get("executor_steps", 0)
+            if max_steps and steps < max_steps:
+                console.say([f"Stopped at {int(steps)} of {max_steps} executor steps: "
+                             "not finished"])
+                sys.exit(INTERRUPTED_EXIT_CODE)
+            episodes = FINAL_EVALUATION_FACTOR * FLAGS.evaluation_episodes
+            result = final_evaluation(FLAGS.run_dir, episodes, seed=FLAGS.seed)
+            save_final_evaluation(FLAGS.run_dir, result)
+            # On the terminal, not in the run's output log: the terminal is quiet by now.
+            console.say([f"Final evaluation ({result['episodes']} greedy episodes) saved in "
+                         f"{final_evaluation_path(FLAGS.run_dir)}"])
+        lifecycle.exit_if_loops_were_abandoned(0, final=True)
 
     return main
 
