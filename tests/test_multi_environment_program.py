@@ -12,6 +12,8 @@ import pytest
 from mava_systems.components.run_directory import read_status
 import program_helpers
 from program_helpers import read_csv, stop_count
+from test_recurrent_program import (MAPPO_FLAGS, MAPPO_RECURRENT_FLAGS, QMIX_FLAGS,
+                                    QMIX_RECURRENT_FLAGS)
 
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
                 "--n_step=3", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
@@ -49,20 +51,16 @@ def test_four_environments_per_executor_stop_exactly_and_resume(tmp_path):
 
 
 @pytest.mark.parametrize("script, flags, loss", [
-    ("run_qmix.py", ["--min_replay_size=60", "--sequence_batch_size=8", "--sequence_length=10",
-                     "--burn_in_length=2", "--mixing_embed_dim=8", "--hypernet_hidden_size=16"],
-     "loss"),
-    ("run_mappo.py", ["--batch_size=4", "--sequence_length=11", "--chunk_length=5",
-                      "--num_epochs=2", "--max_queue_size=8"], "value_loss/agent")],
+    ("run_qmix.py", [*QMIX_FLAGS, *QMIX_RECURRENT_FLAGS], "loss"),
+    ("run_mappo.py", [*MAPPO_FLAGS, *MAPPO_RECURRENT_FLAGS], "value_loss/agent")],
     ids=["qmix", "mappo"])
 def test_recurrent_agents_with_two_environments_per_executor_train_on_their_sequences(
         tmp_path, script, flags, loss):
     run_dir = str(tmp_path / "run")
     output = program_helpers.run_example(
         os.path.join("mpe", script), run_dir, "--env=debug/line_world_v0", "--num_executors=1",
-        "--num_envs_per_executor=2", "--recurrent=true", "--rnn_hidden_size=16",
-        "--evaluation_interval_s=1", "--terminal_log_interval_s=5", "--max_executor_steps=300",
-        *flags)
+        "--num_envs_per_executor=2", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
+        "--max_executor_steps=300", *flags)
     reached, limit = stop_count(output)
     counts = read_status(run_dir).counts
     final_steps = int(counts["executor_steps"])

@@ -22,6 +22,9 @@ RECURRENT_FLAGS = ["--recurrent=true", "--rnn_hidden_size=16"]
 QMIX_FLAGS = ["--min_replay_size=100", "--sequence_batch_size=8", "--n_step=3",
               "--mixing_embed_dim=8", "--hypernet_hidden_size=16"]
 MAPPO_FLAGS = ["--batch_size=4", "--sequence_length=11", "--num_epochs=2", "--max_queue_size=8"]
+# What makes each recurrent (test_multi_environment_program.py runs them too).
+QMIX_RECURRENT_FLAGS = [*RECURRENT_FLAGS, "--sequence_length=10", "--burn_in_length=2"]
+MAPPO_RECURRENT_FLAGS = [*RECURRENT_FLAGS, "--chunk_length=5"]
 
 
 def kill_and_resume(tmp_path, script, flags, recurrent_flags, min_steps):
@@ -64,8 +67,8 @@ def kill_and_resume(tmp_path, script, flags, recurrent_flags, min_steps):
 
 def test_a_killed_recurrent_qmix_run_resumes_its_counts_and_trainer_step_and_evaluates(tmp_path):
     run_dir, description = kill_and_resume(
-        tmp_path, os.path.join("mpe", "run_qmix.py"), QMIX_FLAGS,
-        [*RECURRENT_FLAGS, "--sequence_length=10", "--burn_in_length=2"], min_steps=400)
+        tmp_path, os.path.join("mpe", "run_qmix.py"), QMIX_FLAGS, QMIX_RECURRENT_FLAGS,
+        min_steps=400)
     assert [16, 48] in description["network_variables"]["agent"]  # The GRU's state weights.
 
     result = evaluate_checkpoint(run_dir, "--episodes=4", "--seed=1")
@@ -74,8 +77,8 @@ def test_a_killed_recurrent_qmix_run_resumes_its_counts_and_trainer_step_and_eva
 
 def test_a_killed_recurrent_mappo_run_resumes_its_counts_and_trainer_step_and_evaluates(tmp_path):
     run_dir, description = kill_and_resume(
-        tmp_path, os.path.join("mpe", "run_mappo.py"), MAPPO_FLAGS,
-        [*RECURRENT_FLAGS, "--chunk_length=5"], min_steps=300)
+        tmp_path, os.path.join("mpe", "run_mappo.py"), MAPPO_FLAGS, MAPPO_RECURRENT_FLAGS,
+        min_steps=300)
     # The GRUs' state weights (3 x 16 gates), of the policy and of the centralised critic.
     assert [16, 48] in description["network_variables"]["policy/agent"]
     assert [16, 48] in description["network_variables"]["critic/agent"]
