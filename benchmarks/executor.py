@@ -18,7 +18,8 @@ Every variant plays whole episodes (reset included) in one thread:
   executor_replay_envs_<N>  (d) with N environments per executor (`--num_envs`, e.g. 2,4,8,16):
                    one batched policy call for all N, one adder stream each, as
                    `num_envs_per_executor=N` runs it; counted in environment steps (also
-                   executor_replay_<system>_envs_<N> for each of `--systems`)
+                   executor_replay_<system>_envs_<N> for each of `--systems`, and
+                   executor_replay_recurrent_<system>_envs_<N> for each of `--recurrent`)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
                    reference GRU agent, or policy and critic), as a ratio of the same system's
@@ -125,7 +126,8 @@ def main() -> None:
                              "replay is timed too (comma-separated; empty: none)")
     parser.add_argument("--num_envs", default="",
                         help="environments per executor (comma-separated, e.g. 2,4,8,16) timed "
-                             "with MADQN's executor and replay beside (d); empty: none")
+                             "with MADQN's executor and replay beside (d), and with each of "
+                             "--systems and --recurrent; empty: none")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -197,9 +199,11 @@ def main() -> None:
     num_envs = [int(value) for value in args.num_envs.split(",") if value.strip()]
     for count in num_envs:
         variants[ENVS_VARIANT.format(count)] = make_multi_environment_loop(count)
-        for name, (other, _, other_client) in other_systems.items():
-            variants[f"{SYSTEM_VARIANT.format(name)}_envs_{count}"] = (
-                make_multi_environment_loop(count, other, other_client))
+        for variant, systems in ((SYSTEM_VARIANT, other_systems),
+                                 (RECURRENT_VARIANT, recurrent_systems)):
+            for name, (other, _, other_client) in systems.items():
+                variants[f"{variant.format(name)}_envs_{count}"] = (
+                    make_multi_environment_loop(count, other, other_client))
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -227,7 +231,10 @@ def main() -> None:
                  for count in num_envs},
               **{f"{SYSTEM_VARIANT.format(name)}_envs_{count}":
                  f"(d) with {name.upper()}'s executor, {count} environments per executor"
-                 for name in other_systems for count in num_envs}}
+                 for name in other_systems for count in num_envs},
+              **{f"{RECURRENT_VARIANT.format(name)}_envs_{count}":
+                 f"(d) with {name.upper()}'s recurrent executor, {count} environments per executor"
+                 for name in recurrent_systems for count in num_envs}}
     rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
@@ -258,11 +265,14 @@ def main() -> None:
         print(f"{count} environments per executor: "
               f"{common.fmt(common.ratio(medians[ENVS_VARIANT.format(count)], replay_sps), 3)} "
               "x the steps/s of (d), one environment")
-        for name in other_systems:
-            single = medians[SYSTEM_VARIANT.format(name)]
-            several = medians[f"{SYSTEM_VARIANT.format(name)}_envs_{count}"]
-            print(f"{name.upper()}, {count} environments per executor: "
-                  f"{common.fmt(common.ratio(several, single), 3)} x its one-environment steps/s")
+        for variant, systems, kind in ((SYSTEM_VARIANT, other_systems, ""),
+                                       (RECURRENT_VARIANT, recurrent_systems, " recurrent")):
+            for name in systems:
+                single = medians[variant.format(name)]
+                several = medians[f"{variant.format(name)}_envs_{count}"]
+                print(f"{name.upper()}{kind}, {count} environments per executor: "
+                      f"{common.fmt(common.ratio(several, single), 3)} x its one-environment "
+                      "steps/s")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

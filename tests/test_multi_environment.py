@@ -20,6 +20,7 @@ from mava_systems.components.transition_adder import NStepTransitionAdder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.system import RESUME_SEED_STRIDE
 import wrappers
+from test_recurrent import user_gru_core  # A user's recurrent core: it acts in TensorFlow.
 
 EPISODE_LENGTH = 10  # debug/line_world_v0's.
 
@@ -195,16 +196,13 @@ def test_a_bad_num_envs_per_executor_is_refused_naming_the_field(value):
         MADQNConfig(num_envs_per_executor=value)
 
 
-def test_recurrent_agents_refuse_several_environments():
-    with pytest.raises(ValueError, match="num_envs_per_executor=2: recurrent agents"):
-        MADQNConfig(recurrent=True, num_envs_per_executor=2)
-
-
 class RecordingSequenceAdder:
-    """Records every leaf an executor hands its adder (MAPPO's sequence adder's calls)."""
+    """Records every leaf an executor hands its adder (MAPPO's sequence adder's calls; the
+    recurrent executors' with `stores_environment_extras` as the system's adder has it)."""
 
-    def __init__(self):
+    def __init__(self, stores_environment_extras=False):
         self.calls = []
+        self.stores_environment_extras = stores_environment_extras
 
     def add_first(self, timestep, *args):
         self.calls.append(tree.flatten((timestep.observation, args)))
@@ -245,14 +243,121 @@ def test_mappo_and_maddpg_streams_write_what_separate_executors_write(
     loop.run(num_steps=2 * EPISODE_LENGTH * len(seeds))
     for adder, expected in zip(adders, separate):
         assert len(adder.calls) == len(expected) == 2 * (EPISODE_LENGTH + 1)
-        for call, reference in zip(adder.calls, expected):
-            for leaf, reference_leaf in zip(call, reference):
-                # Log-probabilities agree to float32 rounding: BLAS sums a bigger batch's
-                # products in another order. Everything else (actions, versions) is exact.
-                if np.issubdtype(np.asarray(leaf).dtype, np.floating):
-                    np.testing.assert_allclose(leaf, reference_leaf, rtol=1e-6, atol=1e-6)
-                else:
-                    np.testing.assert_array_equal(leaf, reference_leaf)
+        assert_same_calls(adder.calls, expected)
+
+
+def assert_same_calls(calls, expected, tolerance=1e-6):
+    """The adder calls `calls` hand the adder what `expected` did: floats (log-probabilities,
+    Q-values' recurrent states) to float32 rounding, as BLAS sums a bigger batch's products in
+    another order; everything else (actions, versions, observations) exactly."""
+    assert len(calls) == len(expected)
+    for index, (call, reference) in enumerate(zip(calls, expected)):
+        assert len(call) == len(reference)
+        for leaf, reference_leaf in zip(call, reference):
+            if np.issubdtype(np.asarray(leaf).dtype, np.floating):
+                np.testing.assert_allclose(leaf, reference_leaf, rtol=tolerance, atol=tolerance,
+                                           err_msg=f"call {index}")
+            else:
+                np.testing.assert_array_equal(leaf, reference_leaf, err_msg=f"call {index}")
+
+
+# Environment 0's episodes (3 steps) start again while environment 1's (7 steps) run on.
+EPISODE_LENGTHS = (3, 7)
+# No agent IDs: the tests make their environments themselves (not through the system's factory).
+RECURRENT = dict(recurrent=True, rnn_hidden_size=8, hidden_sizes=(16,), agent_ids=False)
+
+
+def line_world(length, seed):
+    """debug/line_world_v0 with episodes of `length` steps (its specs do not depend on it)."""
+    return wrappers.make_environment_factory("debug/line_world_v0", max_cycles=length)(
+        evaluation=False, seed=seed)
+
+
+def recurrent_system(name, tmp_path, network_factory=None):
+    system_class = registry.system_class(name)
+    return system_class(wrappers.make_environment_factory("debug/line_world_v0"),
+                        network_factory=network_factory, run_dir=str(tmp_path / "run"),
+                        config=system_class.config_class(**RECURRENT))
+
+
+@pytest.mark.parametrize("name, network_factory", [
+    ("qmix", None), ("qmix", user_gru_core), ("mappo", None)],
+    ids=["qmix", "qmix_tensorflow", "mappo"])
+def test_recurrent_streams_write_what_separate_executors_write(tmp_path, name, network_factory):
+    """One state per (environment, agent): each stream stores its own environment's states
+    (reset at its own episode starts only) with its sequences, as a separate executor does."""
+    system = recurrent_system(name, tmp_path, network_factory)
+    builder = system.builder
+    networks = builder.make_networks()
+    # Greedy on the TensorFlow path (its random draws are not split per environment); else
+    # exploring, each environment drawing from its own generator.
+    schedule = ConstantEpsilon(0.0) if network_factory else LinearEpsilon(1.0, 0.05, 15)
+    stores_extras = bool(builder.replay_environment_extras_spec())
+    seeds = environment_seeds(5, 0, 2, 0, RESUME_SEED_STRIDE)
+    steps = 21  # Per environment: 7 episodes of environment 0, 3 of environment 1.
+
+    separate = []
+    for length, seed in zip(EPISODE_LENGTHS, seeds):
+        adder = RecordingSequenceAdder(stores_extras)
+        executor = builder.make_executor(networks, schedule, adder=adder, seed=seed)
+        EnvironmentLoop(line_world(length, seed), executor).run(num_episodes=steps // length)
+        separate.append(adder.calls)
+
+    actor = builder.make_executor(networks, schedule, seed=list(seeds))
+    assert actor.acts_in_numpy == (network_factory is None)
+    adders = [RecordingSequenceAdder(stores_extras) for _ in seeds]
+    streams = [builder.make_executor(networks, schedule, adder=adder, seed=seed)
+               for adder, seed in zip(adders, seeds)]
+    executor = MultiEnvironmentExecutor(actor, streams)
+    assert executor.recurrent
+    loop = MultiEnvironmentLoop([line_world(length, seed)
+                                 for length, seed in zip(EPISODE_LENGTHS, seeds)], executor)
+    loop.run(num_steps=2 * steps)
+
+    assert sorted(row["episode_length"] for row in loop.results) == [3] * 7 + [7] * 3
+    for adder, expected, length in zip(adders, separate, EPISODE_LENGTHS):
+        assert len(adder.calls) == (steps // length) * (length + 1)
+        assert_same_calls(adder.calls, expected, tolerance=1e-5)
+    # The streams' states moved away from the initial ones (the comparison is not vacuous).
+    assert all(np.abs(leaf).sum() > 0 for stream in streams
+               for leaf in tree.flatten(stream.states.current))
+
+
+@pytest.mark.parametrize("name", ["qmix", "mappo"])
+def test_an_episode_start_resets_its_environments_states_and_no_others(tmp_path, name):
+    system = recurrent_system(name, tmp_path)
+    builder = system.builder
+    networks = builder.make_networks()
+    seeds = [1, 2]
+    streams = [builder.make_executor(networks, ConstantEpsilon(0.3), seed=seed)
+               for seed in seeds]
+    executor = MultiEnvironmentExecutor(
+        builder.make_executor(networks, ConstantEpsilon(0.3), seed=seeds), streams)
+    environments = [line_world(10, seed) for seed in seeds]
+    timesteps = [environment.reset() for environment in environments]
+    for index, timestep in enumerate(timesteps):
+        executor.observe_first(index, timestep)
+    for _ in range(3):
+        actions = executor.select_actions([timestep.observation for timestep in timesteps])
+        timesteps = [environment.step(action)
+                     for environment, action in zip(environments, actions)]
+        for index, (action, timestep) in enumerate(zip(actions, timesteps)):
+            executor.observe(index, action, timestep)
+    carried = [tree.map_structure(np.copy, stream.states.current) for stream in streams]
+    assert all(np.abs(leaf).sum() > 0 for leaf in tree.flatten(carried))
+
+    executor.observe_first(0, environments[0].reset())
+    for leaf in tree.flatten(streams[0].states.current):
+        np.testing.assert_array_equal(leaf, 0.0)
+    tree.map_structure(np.testing.assert_array_equal, streams[1].states.current, carried[1])
+    # The next call acts from those states: environment 1's continue from where they were.
+    alone = builder.make_executor(networks, ConstantEpsilon(0.3), seed=seeds[1])
+    alone.states.current = carried[1]
+    observations = [environments[0].reset().observation, timesteps[1].observation]
+    executor.select_actions(observations)
+    alone.select_actions(observations[1])
+    tree.map_structure(lambda got, expected: np.testing.assert_allclose(got, expected, atol=1e-6),
+                       streams[1].states.current, alone.states.current)
 
 
 def test_the_tensorflow_path_acts_for_every_environment_in_one_compiled_call(system):

@@ -1,13 +1,19 @@
 """End-to-end: a MADQN program whose executor steps 4 environments stops exactly, counts every
 environment's episodes, and resumes (examples/mpe/run_madqn.py on debug/line_world_v0, whose
-episodes last 10 steps)."""
+episodes last 10 steps); recurrent QMIX and MAPPO programs with 2 environments per executor
+train on the sequences they write."""
 
+import math
 import os
 import subprocess
+
+import pytest
 
 from mava_systems.components.run_directory import read_status
 import program_helpers
 from program_helpers import read_csv, stop_count
+from test_recurrent_program import (MAPPO_FLAGS, MAPPO_RECURRENT_FLAGS, QMIX_FLAGS,
+                                    QMIX_RECURRENT_FLAGS)
 
 SMALL_CONFIG = ["--env=debug/line_world_v0", "--min_replay_size=100", "--batch_size=32",
                 "--n_step=3", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
@@ -42,6 +48,32 @@ def test_four_environments_per_executor_stop_exactly_and_resume(tmp_path):
     assert 800 <= int(counts["executor_steps"]) <= 800 - 1 + NUM_ENVS * EPISODE_LENGTH
     assert int(counts["executor_episodes"]) == int(counts["executor_steps"]) // EPISODE_LENGTH
     assert int(counts["executor_0_steps"]) == int(counts["executor_steps"])
+
+
+@pytest.mark.parametrize("script, flags, loss", [
+    ("run_qmix.py", [*QMIX_FLAGS, *QMIX_RECURRENT_FLAGS], "loss"),
+    ("run_mappo.py", [*MAPPO_FLAGS, *MAPPO_RECURRENT_FLAGS], "value_loss/agent")],
+    ids=["qmix", "mappo"])
+def test_recurrent_agents_with_two_environments_per_executor_train_on_their_sequences(
+        tmp_path, script, flags, loss):
+    run_dir = str(tmp_path / "run")
+    output = program_helpers.run_example(
+        os.path.join("mpe", script), run_dir, "--env=debug/line_world_v0", "--num_executors=1",
+        "--num_envs_per_executor=2", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
+        "--max_executor_steps=300", *flags)
+    reached, limit = stop_count(output)
+    counts = read_status(run_dir).counts
+    final_steps = int(counts["executor_steps"])
+    assert limit == 300 and 300 <= reached <= final_steps <= 300 - 1 + 2 * EPISODE_LENGTH
+    assert int(counts["executor_episodes"]) == final_steps // EPISODE_LENGTH
+    rows = read_csv(run_dir, "executor_0")
+    assert len(rows) == final_steps // EPISODE_LENGTH
+    assert all(int(row["episode_length"]) == EPISODE_LENGTH for row in rows)
+    # Replay accepted every sequence under its table's signature (states included) and the
+    # trainer unrolled batches of them from their stored states.
+    trainer_rows = read_csv(run_dir, "trainer")
+    assert int(trainer_rows[-1]["trainer_steps"]) > 0
+    assert all(math.isfinite(float(row[loss])) for row in trainer_rows)
 
 
 def test_a_bad_num_envs_per_executor_flag_stops_before_launch(tmp_path):

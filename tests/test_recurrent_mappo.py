@@ -31,16 +31,19 @@ def make_system(run_dir, system_class=mappo.MAPPO, env=MEMORY, factory=None, **c
 
 
 class ObservationRecorder:
-    """Records each observation an executor writes (the states are stored with it)."""
+    """Records each observation an executor writes (the states are stored with it), and the
+    extras of each action."""
 
     def __init__(self):
         self.steps = []
+        self.extras = []
 
     def add_first(self, timestep):
         self.steps.append({"first": True, "observation": timestep.observation})
 
     def add(self, action, next_timestep, extras=None):
         self.steps.append({"first": False, "observation": next_timestep.observation})
+        self.extras.append(extras)
 
     def reset(self):
         pass
@@ -109,6 +112,21 @@ def test_states_reset_at_every_episode_start_and_only_there(tmp_path, network_fa
     executor.select_actions(timestep.observation)
     with pytest.raises(ValueError, match="first timestep"):
         executor.observe_first(environment.step({"agent_0": 0, "agent_1": 0}))
+
+
+def test_replay_gets_the_policy_version_each_action_was_chosen_with(tmp_path):
+    """The trainer's policy lag (and `max_policy_lag`) reads it from each stored step."""
+    system = make_system(tmp_path, env="debug/line_world_v0", **SMALL)
+    networks = system.builder.make_networks()
+    recorder = ObservationRecorder()
+    executor = system.builder.make_executor(networks, adder=recorder, seed=0)
+    assert isinstance(executor, mappo.RecurrentMAPPOExecutor) and executor.acts_in_numpy
+    loop = EnvironmentLoop(system.environment_factory(seed=0), executor,
+                           stop_event=threading.Event())
+    for version in (7, 12):
+        networks.policy_version.assign(version)
+        loop.run_episode()  # Its start re-reads the weights (there is no variable client).
+    assert [int(extras["policy_version"]) for extras in recorder.extras] == [7] * 10 + [12] * 10
 
 
 def sampled_steps(system, episodes=12):

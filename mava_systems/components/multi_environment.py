@@ -8,7 +8,11 @@ twins' or TensorFlow's), and hands each environment's rows to that environment's
 own single-environment executor (its stream), which writes to its own adder.
 On the NumPy path every environment's random draws come from its own generator
 (`RowSplitGenerator`), so each stream writes exactly the items a separate
-executor with that environment's seed would write.
+executor with that environment's seed would write. Recurrent agents keep one
+state per (environment, agent) in that environment's stream: the policy call
+takes the streams' states stacked as the observations are, each stream advances
+its own from the call's rows, resets them when its environment's episode starts
+and stores them with its environment's sequences.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
@@ -72,6 +76,12 @@ def environment_seeds(base_seed: int, executor_id: int, num_envs: int,
             for index in range(num_envs)]
 
 
+def concatenate_rows(parts: Sequence[Any]) -> Any:
+    """Nests of the same structure as one nest, each leaf the parts' leaves' rows in turn
+    (`split_rows` undoes it)."""
+    return tree.map_structure(lambda *rows: np.concatenate(rows), *parts)
+
+
 def split_rows(outputs: Any, num_parts: int) -> List[Any]:
     """`outputs` (a nest of arrays whose rows hold `num_parts` equal blocks in turn) as one nest
     per block."""
@@ -122,12 +132,21 @@ class MultiEnvironmentExecutor:
         self.actor.num_steps = self.num_steps
         return self.actor.epsilon
 
+    @property
+    def recurrent(self) -> bool:
+        """Whether the streams carry recurrent states (`states`, see `RecurrentMADQNExecutor`)."""
+        return hasattr(self.streams[0], "states")
+
     def select_actions(self, observations: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """Each environment's agents' actions, from one policy call on all their observations."""
-        stacked = [stream.stacked_observation(observation)
-                   for stream, observation in zip(self.streams, observations)]
-        batch = tree.map_structure(lambda *rows: np.concatenate(rows), *stacked)
-        outputs = self.actor.policy_outputs(batch, self.epsilon)
+        """Each environment's agents' actions, from one policy call on all their observations
+        (and, for recurrent agents, on each environment's states, which its stream advances)."""
+        batch = concatenate_rows([stream.stacked_observation(observation)
+                                  for stream, observation in zip(self.streams, observations)])
+        if self.recurrent:
+            states = concatenate_rows([stream.states.current for stream in self.streams])
+            outputs = self.actor.policy_outputs(batch, self.epsilon, states)
+        else:
+            outputs = self.actor.policy_outputs(batch, self.epsilon)
         return [stream.actions_from_outputs(part, self.actor)
                 for stream, part in zip(self.streams, split_rows(outputs, len(self.streams)))]
 

@@ -44,6 +44,13 @@ class RecurrentStates:
         self.current = current
 
 
+def present_rows(stacked: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+    """Per network of stacked `OLT` observations, 1 for the agents (rows) still in the episode
+    (their `terminal` flag unset), 0 for those that have left: `RecurrentStates.advance`'s
+    `present`."""
+    return {key: 1.0 - np.asarray(observation.terminal) for key, observation in stacked.items()}
+
+
 def is_recurrent(network: Any) -> bool:
     """Whether `network` is a recurrent core (`snt.RNNCore`: called with a state)."""
     return isinstance(network, snt.RNNCore)

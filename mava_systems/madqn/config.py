@@ -65,10 +65,6 @@ class MADQNConfig(RunConfig):
 
     def __post_init__(self):
         validate(self)
-        if self.recurrent and self.num_envs_per_executor > 1:
-            raise ValueError(f"{type(self).__name__}.num_envs_per_executor="
-                             f"{self.num_envs_per_executor}: recurrent agents act in one "
-                             "environment per executor (num_envs_per_executor=1)")
         if self.max_replay_size < self.min_replay_size:
             raise ValueError(
                 f"MADQNConfig.max_replay_size ({self.max_replay_size}) must be at least "

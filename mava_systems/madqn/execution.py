@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from mava_systems.components.numpy_networks import NumpyNetworks
 from mava_systems.components.multi_environment import row_generator
-from mava_systems.components.recurrent_states import RecurrentStates
+from mava_systems.components.recurrent_states import RecurrentStates, present_rows
 from mava_systems.components.stacking import AgentStacker
 from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
                                          numpy_legal_action_mask, observation_to_input)
@@ -256,7 +256,10 @@ class RecurrentMADQNExecutor(MADQNExecutor):
     and the environment's extras when replay stores them (see
     `ObservationExtrasSequenceAdder`). Networks with a NumPy twin (the
     reference `RecurrentQNetwork` has one) act in NumPy, others in one compiled
-    TensorFlow call per step that takes and returns the states.
+    TensorFlow call per step that takes and returns the states. As a stream of a
+    `MultiEnvironmentExecutor` it keeps its own environment's states: the
+    actor's policy call takes them (`policy_outputs`'s `states`) and the stream
+    advances them from its rows (`actions_from_outputs`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any):
@@ -288,17 +291,26 @@ class RecurrentMADQNExecutor(MADQNExecutor):
                                                 self._rng)
         return actions, new_states
 
-    def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
-        """Maps each agent's `OLT` observation to an action, advancing the agents' states."""
-        stacked = self._stack_observation(observations)
-        actions, new_states = self.policy_outputs(stacked, self.epsilon)
-        self.states.advance(new_states, {key: 1.0 - np.asarray(observation.terminal)
-                                         for key, observation in stacked.items()})
-        return self._stacker.unstack(actions)
+    def actions_from_outputs(self, outputs: Any, actor: Optional[MADQNExecutor] = None
+                             ) -> Dict[str, Any]:
+        """Each agent's action from the policy's (actions, new states) on this executor's stacked
+        observation, advancing the agents' states (see `MADQNExecutor.actions_from_outputs`)."""
+        actions, new_states = outputs
+        self.advance_states(new_states)
+        return super().actions_from_outputs(actions, actor)
 
-    def policy_outputs(self, stacked: Dict[str, OLT], epsilon: float = 0.0) -> Any:
-        """(actions, new states) from the current states, as NumPy arrays (see `MADQNExecutor`)."""
-        states = self.states.current
+    def advance_states(self, new_states: Mapping[str, Any]) -> None:
+        """Takes the policy's `new_states` for the agents still in the episode of the
+        observation last stacked (see `RecurrentStates.advance`)."""
+        _, stacked = self._stacked_observation
+        self.states.advance(new_states, present_rows(stacked))
+
+    def policy_outputs(self, stacked: Dict[str, OLT], epsilon: float = 0.0,
+                       states: Optional[Mapping[str, Any]] = None) -> Any:
+        """(actions, new states) as NumPy arrays (see `MADQNExecutor`), from `states`: by default
+        this executor's current ones (`MultiEnvironmentExecutor` passes its environments'
+        states, their rows stacked as the observations' are)."""
+        states = self.states.current if states is None else states
         if self._numpy_networks is not None:
             self._sync_numpy_weights()
             return self._numpy_policy(stacked, states, epsilon)

@@ -220,11 +220,15 @@ class MADQN(DistributedSystem):
                                    seeds: Sequence[int]) -> MultiEnvironmentExecutor:
         """An executor acting for one environment per seed: the actor follows the variables and
         draws each environment's random numbers from its seed; each environment's stream writes
-        to its own adder (see `MultiEnvironmentExecutor`)."""
+        to its own adder (see `MultiEnvironmentExecutor`). The streams share the actor's variable
+        client (only the actor fetches): NumPy twins a stream computes with (a recurrent critic's,
+        stepped at every observation) re-read their weights when it copied new ones, as a
+        separate executor's do."""
         actor = self.builder.make_executor(networks, schedule, variable_client=variable_client,
                                            seed=list(seeds))
         streams = [self.builder.make_executor(networks, schedule,
-                                              adder=self.builder.make_adder(replay), seed=seed)
+                                              adder=self.builder.make_adder(replay),
+                                              variable_client=variable_client, seed=seed)
                    for seed in seeds]
         return MultiEnvironmentExecutor(actor, streams)
 

@@ -63,10 +63,6 @@ class MAPPOConfig(IMPALAConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if getattr(self, "recurrent", False) and self.num_envs_per_executor > 1:
-            raise ValueError(f"{type(self).__name__}.num_envs_per_executor="
-                             f"{self.num_envs_per_executor}: recurrent agents act in one "
-                             "environment per executor (num_envs_per_executor=1)")
         if self.critic not in CRITICS:
             raise ValueError(f"{type(self).__name__}.critic must be one of {CRITICS}, "
                              f"got {self.critic!r}")

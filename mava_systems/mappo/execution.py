@@ -12,7 +12,7 @@ import tree
 
 from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.numpy_networks import NumpyNetworks
-from mava_systems.components.recurrent_states import RecurrentStates
+from mava_systems.components.recurrent_states import RecurrentStates, present_rows
 from mava_systems.madqn.execution import MADQNExecutor, RecurrentMADQNExecutor
 from mava_systems.mappo.networks import MAPPONetworks
 from wrappers import OLT
@@ -213,14 +213,13 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
                                         random)
         return outputs, new_states
 
-    def select_actions(self, observations: Dict[str, OLT]) -> Dict[str, np.ndarray]:
-        """Maps each agent's `OLT` observation to an action, advancing the agents' policy states;
-        keeps the log-probabilities."""
-        stacked = self._stack_observation(observations)
-        outputs, new_states = self.policy_outputs(stacked)
-        self.states.advance(new_states, _present(stacked))
-        self._log_probs = {key: log_prob for key, (_, log_prob) in outputs.items()}
-        return self._stacker.unstack({key: action for key, (action, _) in outputs.items()})
+    def actions_from_outputs(self, outputs: Any, actor: Optional[MAPPOExecutor] = None
+                             ) -> Dict[str, np.ndarray]:
+        """The actions in the policy's (outputs, new states), advancing the agents' policy states;
+        keeps what `MAPPOExecutor.actions_from_outputs` keeps."""
+        outputs, new_states = outputs
+        self.advance_states(new_states)
+        return super().actions_from_outputs(outputs, actor)
 
     def observe_first(self, timestep: dm_env.TimeStep,
                       extras: Optional[Mapping[str, Any]] = None) -> None:
@@ -271,9 +270,4 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
                     key: self._networks.critics[key](inputs[key], states[key])[1]
                     for key in inputs})
             new_states = tree.map_structure(np.asarray, self._critic_step(inputs, states))
-        self.critic_states.advance(new_states, _present(stacked))
-
-
-def _present(stacked: Mapping[str, OLT]) -> Dict[str, np.ndarray]:
-    """Per network, 1 for the agents still in the episode (their `terminal` flag unset)."""
-    return {key: 1.0 - np.asarray(observation.terminal) for key, observation in stacked.items()}
+        self.critic_states.advance(new_states, present_rows(stacked))
