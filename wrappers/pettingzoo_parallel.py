@@ -6,6 +6,7 @@ import dm_env
 from pettingzoo.utils.env import ParallelEnv
 
 from wrappers.pettingzoo_common import PettingZooWrapperBase
+from wrappers.pettingzoo_direct import DirectParallelStep
 from wrappers.states import StateReader, pettingzoo_state
 from wrappers.types import OLT
 
@@ -17,10 +18,15 @@ class ParallelEnvWrapper(PettingZooWrapperBase):
     that have left are ignored). Per-agent action masks found in
     `info["action_mask"]` or in dict observations become `legal_actions`.
     Calling `step` after a LAST timestep starts a new episode.
+
+    A PettingZoo AEC env converted to a parallel one is stepped without its
+    wrapper chain's attribute forwarding, with the same results (see
+    `pettingzoo_direct`).
     """
 
     def __init__(self, env: ParallelEnv, seed: Optional[int] = None, state_reader: StateReader = pettingzoo_state):
         super().__init__(env, seed=seed, state_reader=state_reader)
+        self._step_env = DirectParallelStep.of(env) or env.step
 
     def reset(self) -> dm_env.TimeStep:
         """Starts a new episode and returns its FIRST timestep."""
@@ -34,7 +40,7 @@ class ParallelEnvWrapper(PettingZooWrapperBase):
             return self.reset()
         acting = [agent for agent in self._env.agents if agent not in self._departed]
         env_actions = {agent: self._env_action(agent, actions) for agent in acting}
-        observations, rewards, terminations, truncations, infos = self._env.step(env_actions)
+        observations, rewards, terminations, truncations, infos = self._step_env(env_actions)
         remaining = set(self._env.agents)
         vanished = [a for a in acting if a not in remaining and not (terminations.get(a) or truncations.get(a))]
         if vanished:  # left without a flag: treat as truncated

@@ -56,25 +56,33 @@ def call_environment(environment: Any, method: str, *args: Any, label: str = "")
 
 
 class EpisodeStatistics:
-    """One episode's length, duration and per-agent returns and lengths, as loops log them."""
+    """One episode's length, duration and per-agent returns and lengths, as loops log them.
+
+    Returns add up in float64 (Python floats), as a NumPy float64 array would.
+    """
 
     def __init__(self, first: dm_env.TimeStep):
         self._start = time.time()
         self._agents = list(first.observation)
-        self._returns = np.zeros(len(self._agents), dtype=np.float64)
+        self._returns = [0.0] * len(self._agents)
         # Per agent, the steps it could act in (any legal action): all of them for agents
         # that stay in a parallel environment, its own turns in a turn-based one.
-        self._lengths = np.zeros(len(self._agents), dtype=np.int64)
+        self._lengths = [0] * len(self._agents)
         self.steps = 0
 
     def before_step(self, timestep: dm_env.TimeStep) -> None:
         """Notes which agents may act from `timestep` (the one actions are chosen from)."""
-        self._lengths += [np.any(timestep.observation[agent].legal_actions)
-                          for agent in self._agents]
+        observations, lengths = timestep.observation, self._lengths
+        for index, agent in enumerate(self._agents):
+            legal = observations[agent].legal_actions
+            if legal.any() if isinstance(legal, np.ndarray) else np.any(legal):
+                lengths[index] += 1
 
     def after_step(self, timestep: dm_env.TimeStep) -> None:
         """Adds the step that led to `timestep`."""
-        self._returns += [timestep.reward[agent] for agent in self._agents]
+        rewards, returns = timestep.reward, self._returns
+        for index, agent in enumerate(self._agents):
+            returns[index] += float(rewards[agent])
         self.steps += 1
 
     def result(self, counts: Dict[str, Any]) -> Dict[str, Any]:
@@ -82,11 +90,11 @@ class EpisodeStatistics:
         elapsed = time.time() - self._start
         return {
             "episode_length": self.steps,
-            "episode_return": float(self._returns.sum()),
+            "episode_return": float(np.sum(np.array(self._returns, np.float64))),
             "steps_per_second": self.steps / elapsed if elapsed > 0 else 0.0,
-            **{f"episode_return/{agent}": float(value)
+            **{f"episode_return/{agent}": value
                for agent, value in zip(self._agents, self._returns)},
-            **{f"episode_length/{agent}": int(value)
+            **{f"episode_length/{agent}": value
                for agent, value in zip(self._agents, self._lengths)},
             **complete_counts(counts),
         }

@@ -20,7 +20,14 @@ def _stack_spec(agent_specs: List[specs.Array]) -> specs.Array:
 
 def stack_arrays(values: Sequence[Any]) -> np.ndarray:
     """`np.stack(values)` (arrays or numbers of one shape) at a fraction of its cost."""
-    shape = np.shape(values[0])
+    first = values[0]
+    kind = type(first)
+    if kind is np.ndarray or isinstance(first, np.generic):
+        # Arrays and NumPy scalars of one type: compare their shapes without `np.shape`.
+        shape = first.shape
+        if all(type(value) is kind and value.shape == shape for value in values):
+            return np.array(values)
+    shape = np.shape(first)
     if all(np.shape(value) == shape for value in values[1:]):
         return np.array(values)
     return np.stack(values)  # Shapes differ: it raises its error.

@@ -138,6 +138,19 @@ class NStepTransitionAdder(base.Adder):
 
         Rewards and discounts must share one structure (e.g. a dict of per-agent arrays).
         """
+        first = rewards[0]
+        if type(first) is dict and all(type(leaf) is np.ndarray for leaf in first.values()):
+            # A flat dict of arrays (stacked per network): the same operations, leaf by key.
+            n_step_returns, total_discounts = {}, {}
+            for key, reward in first.items():
+                n_step_return = reward.copy()
+                total_discount = discounts[0][key].copy()
+                for step in range(1, len(rewards)):
+                    total_discount *= self._discount
+                    n_step_return += rewards[step][key] * total_discount
+                    total_discount *= discounts[step][key]
+                n_step_returns[key], total_discounts[key] = n_step_return, total_discount
+            return n_step_returns, total_discounts
         flat_rewards = [tree.flatten(reward) for reward in rewards]
         flat_discounts = [tree.flatten(discount) for discount in discounts]
         n_step_returns, total_discounts = [], []
