@@ -1,7 +1,9 @@
 """End-to-end: a recurrent QMIX program runs, checkpoints, is killed, resumes its counts and
 trainer step (sequence replay included), and evaluates greedily with its recurrent state.
 
-One run on the tiny `debug/line_world_v0` (see test_value_decomposition_program.py).
+One run on the tiny `debug/line_world_v0` (see test_value_decomposition_program.py), its
+trainer step compiled with XLA (`--jit_compile=true`): XLA's step trains, checkpoints (Adam's
+slots included) and resumes; the other program tests run TensorFlow's graph.
 """
 
 import json
@@ -16,7 +18,7 @@ FLAGS = ["--env=debug/line_world_v0", "--min_replay_size=100", "--sequence_batch
          "--n_step=3", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
          "--num_executors=2", "--checkpoint_interval_s=2", "--mixing_embed_dim=8",
          "--hypernet_hidden_size=16", "--recurrent=true", "--rnn_hidden_size=16",
-         "--sequence_length=10", "--burn_in_length=2"]
+         "--sequence_length=10", "--burn_in_length=2", "--jit_compile=true"]
 
 
 def test_a_killed_recurrent_qmix_run_resumes_its_counts_and_trainer_step_and_evaluates(tmp_path):
@@ -28,6 +30,7 @@ def test_a_killed_recurrent_qmix_run_resumes_its_counts_and_trainer_step_and_eva
     with open(os.path.join(run_dir, "run.json")) as run_file:
         description = json.load(run_file)
     assert description["config.recurrent"] is True
+    assert description["config.jit_compile"] is True
     assert [16, 48] in description["network_variables"]["agent"]  # The GRU's state weights.
     status = read_status(run_dir)
     assert status.resumed and status.trainer_steps > 0
