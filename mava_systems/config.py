@@ -122,7 +122,8 @@ def parse_json_object(text: str, name: str) -> Dict[str, Any]:
 JIT_COMPILE_DOC = (
     "Compile the trainer's step (losses, gradients, optimiser and target updates; not replay "
     "sampling) with XLA. On this CPU (docs/benchmarks.md) it makes the trainer steps/s of MADQN "
-    "about 1.3x, recurrent QMIX 1.4x, QMIX 1.0-1.3x; the first step then takes seconds more "
+    "about 1.3x, recurrent QMIX 1.4x, QMIX 1.0-1.3x (MAPPO's was slower in an earlier "
+    "measurement); the first step then takes seconds more "
     "(about 25 s for recurrent QMIX) to compile. Off by default for that start-up cost and because "
     "a network of your own may use an operation XLA cannot compile (the first step then fails "
     "with an error naming jit_compile).")
