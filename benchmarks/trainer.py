@@ -25,6 +25,10 @@ mpe/simple_spread_v3 (no rate limit: samples_per_insert=None), then:
                    config recurrent=True (the reference GRU agent on stored sequences, or
                    MAPPO's GRU policy and critic on chunks), at its default batch of
                    sequences (`sequence_batch_size`, MAPPO's `batch_size`); with its bare step too
+  <variant>_xla    with `--jit_compile`: each trainer variant above (bare step and trainer.step(),
+                   MADQN's and every system's) again, with a trainer of config jit_compile=True
+                   (its step compiled with XLA) on the same replay, timed in the same
+                   interleaved turns; a table gives XLA's ratio and each first step's seconds
 
 A second table says what one step of each system's trainer is, and the
 minibatch updates (gradient steps) and environment steps sampled per second
@@ -37,11 +41,12 @@ Variants take turns in short runs (9 x 3 s by default): this machine's speed
 drifts by 20% over seconds, and short turns spread that over every variant.
 """
 
+import contextlib
 import gc
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,6 +65,7 @@ SYSTEM_BARE_VARIANT = "bare_step_{}"
 RECURRENT_NAME = "recurrent_{}"
 # Systems with a trainer target against MADQN's (issue 12: at least 70% of its steps/s).
 RATIO_TARGET_SYSTEMS = ("vdn", "qmix")
+XLA_SUFFIX = "_xla"
 
 
 def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
@@ -136,20 +142,54 @@ def in_memory_batch(builder: Any, dataset: Any) -> Any:
     return sample if unpack is None else sample._replace(data=unpack(sample.data))
 
 
-def make_system_trainer(system: Any, client: Any, fill_steps: int, seed: int
-                        ) -> Tuple[Any, Any]:
-    """`system`'s trainer reading from `client`'s replay once `fill_replay` has filled it,
-    after its first (tracing) step, and a batch for its bare step (`in_memory_batch`)."""
-    items = fill_replay(system, client, fill_steps, seed)
+@contextlib.contextmanager
+def jit_compiled(config: Any, jit_compile: bool) -> Any:
+    """Within: `config.jit_compile` (what the builder's next trainer compiles with) is
+    `jit_compile`."""
+    saved = config.jit_compile
+    config.jit_compile = jit_compile
+    try:
+        yield
+    finally:
+        config.jit_compile = saved
+
+
+def make_trainer(system: Any, client: Any, jit_compile: bool, label: str
+                 ) -> Tuple[Any, Any, float]:
+    """`system`'s trainer (compiled with XLA with `jit_compile`) reading from `client`'s
+    replay, after its first (tracing, and compiling) step; a batch for its bare step
+    (`in_memory_batch`) and the seconds that first step took."""
     builder = system.builder
     dataset = builder.make_dataset_iterator(client)
-    trainer = builder.make_trainer(builder.make_networks(), dataset, replay_client=client,
-                                   checkpoint=False)
+    with jit_compiled(system.config, jit_compile):
+        trainer = builder.make_trainer(builder.make_networks(), dataset, replay_client=client,
+                                       checkpoint=False)
     start = time.perf_counter()
     trainer.step()
-    common.progress(f"{system.system_name}: {items:,} items in replay; first trainer step "
-                    f"(tracing) took {time.perf_counter() - start:.1f} s")
-    return trainer, in_memory_batch(builder, dataset)
+    first_step_s = time.perf_counter() - start
+    sample = in_memory_batch(builder, dataset)
+    start = time.perf_counter()
+    trainer.compiled_train_step(sample)  # The bare step's own first call traces it again.
+    first_step_s = max(first_step_s, time.perf_counter() - start)
+    common.progress(f"{label}{' (XLA)' if jit_compile else ''}: first trainer step (tracing"
+                    f"{', XLA compiling' if jit_compile else ''}) took {first_step_s:.1f} s")
+    return trainer, sample, first_step_s
+
+
+def add_trainer_variants(variants: Dict[str, Callable[[], int]], first_steps: Dict[str, float],
+                         state: Dict[str, Any], system: Any, client: Any, jit_modes: Tuple[bool, ...],
+                         trainer_name: str, bare_name: str) -> None:
+    """Adds `system`'s trainer.step() and bare step as variants `trainer_name` and `bare_name`,
+    once per jit_compile setting in `jit_modes` (XLA's names end in `XLA_SUFFIX`)."""
+    for jit_compile in jit_modes:
+        suffix = XLA_SUFFIX if jit_compile else ""
+        trainer, sample, first_step_s = make_trainer(system, client, jit_compile,
+                                                     trainer_name + suffix)
+        state[trainer_name + suffix] = trainer
+        first_steps[trainer_name + suffix] = first_step_s
+        variants[trainer_name + suffix] = counted(trainer.step, trainer.steps_per_call)
+        variants[bare_name + suffix] = counted(
+            lambda trainer=trainer, sample=sample: trainer.compiled_train_step(sample))
 
 
 def counted(function: Callable[[], Any], units: int = 1) -> Callable[[], int]:
@@ -185,6 +225,10 @@ def main() -> None:
     parser.add_argument("--recurrent", default="",
                         help="systems (of madqn, vdn, qmix, mappo, ippo) whose recurrent trainer is timed "
                              "too, at its default batch of sequences (comma-separated)")
+    parser.add_argument("--jit_compile", action="store_true",
+                        help="also time every trainer compiled with XLA (config jit_compile=True), "
+                             "in the same interleaved turns; a table gives XLA's ratios and "
+                             "first-step (compile) times")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -206,6 +250,8 @@ def main() -> None:
         other_systems[RECURRENT_NAME.format(name)] = common.local_madqn(
             "trainer", name, keep_items=True, recurrent=True, **kwargs)
     state: Dict[str, Any] = {}
+    first_steps: Dict[str, float] = {}
+    jit_modes = (False, True) if args.jit_compile else (False,)
     try:
         # Fill replay with a random executor.
         start = time.perf_counter()
@@ -213,20 +259,13 @@ def main() -> None:
         common.progress(f"replay filled with {replay_items:,} items in "
                         f"{time.perf_counter() - start:.1f} s")
 
-        networks = builder.make_networks()
-        dataset = builder.make_dataset_iterator(client)
-        state["dataset"] = dataset
-        trainer = builder.make_trainer(networks, dataset, replay_client=client, checkpoint=False)
-        state["trainer"] = trainer
-        start = time.perf_counter()
-        trainer.step()  # Traces the compiled step.
-        common.progress(f"first trainer step (tracing) took {time.perf_counter() - start:.1f} s")
-        sample = in_memory_batch(builder, dataset)
-        variants: Dict[str, Callable[[], int]] = {
-            "bare_step": counted(lambda: trainer.train_step(sample)),
-            "trainer": counted(trainer.step, trainer.steps_per_call),
-        }
+        variants: Dict[str, Callable[[], int]] = {}
+        add_trainer_variants(variants, first_steps, state, system, client, jit_modes,
+                             "trainer", "bare_step")
         if not args.no_diagnostics:
+            networks = builder.make_networks()
+            dataset = builder.make_dataset_iterator(client)
+            state["dataset"] = dataset
             logged = builder.make_trainer(
                 networks, dataset, replay_client=client, checkpoint=False,
                 logger=system.trainer_logger())
@@ -238,13 +277,10 @@ def main() -> None:
             variants["trainer_logging"] = counted(logged.step, logged.steps_per_call)
             variants["dataset"] = counted(lambda: next(dataset))
         for name, (other, _, other_client) in other_systems.items():
-            other_trainer, other_sample = make_system_trainer(other, other_client,
-                                                              args.fill_steps, args.seed)
-            state[name] = other_trainer
-            variants[SYSTEM_VARIANT.format(name)] = counted(other_trainer.step,
-                                                            other_trainer.steps_per_call)
-            variants[SYSTEM_BARE_VARIANT.format(name)] = counted(
-                lambda trainer=other_trainer, sample=other_sample: trainer.train_step(sample))
+            items = fill_replay(other, other_client, args.fill_steps, args.seed)
+            common.progress(f"{name}: {items:,} items in replay")
+            add_trainer_variants(variants, first_steps, state, other, other_client, jit_modes,
+                                 SYSTEM_VARIANT.format(name), SYSTEM_BARE_VARIANT.format(name))
 
         common.progress(f"timing {len(variants)} variants x {args.repeats} repeats x "
                         f"{args.seconds:g} s (+{args.warmup:g} s warm-up each)")
@@ -262,7 +298,11 @@ def main() -> None:
     for name in other_systems:
         labels[SYSTEM_VARIANT.format(name)] = f"{name.upper()}'s trainer.step()"
         labels[SYSTEM_BARE_VARIANT.format(name)] = f"    {name.upper()}'s compiled step, in memory"
-    rows = [(labels[name], common.fmt(medians[name]), common.fmt(common.ratio(medians[name], bare), 3),
+    labels.update({name + XLA_SUFFIX: f"{label} (XLA)" for name, label in labels.items()})
+    rows = [(labels[name],
+             common.fmt(medians[name]),
+             common.fmt(common.ratio(medians[name], medians[
+                 "bare_step_xla" if name.endswith(XLA_SUFFIX) else "bare_step"]), 3),
              " ".join(common.fmt(value, 0) for value in rates[name]))
             for name in rates]
     common.print_table(
@@ -301,13 +341,44 @@ def main() -> None:
         figures["systems"] = work
         figures.update({f"{SYSTEM_VARIANT.format(name)}_ratio_to_madqn":
                         work[name]["ratio_to_madqn"] for name in other_systems})
+    if args.jit_compile:
+        xla = xla_rows(medians, first_steps, ["madqn", *other_systems])
+        common.print_table(
+            "XLA (jit_compile=True) against TensorFlow's graph: trainer steps/s, and the first "
+            "step's seconds (tracing, and XLA's compile)",
+            ["system", "trainer.step() graph", "XLA", "ratio", "bare step graph", "XLA",
+             "ratio", "first step graph s", "XLA s"],
+            [(name.upper(), common.fmt(row["trainer_sps"]), common.fmt(row["trainer_xla_sps"]),
+              common.fmt(row["trainer_ratio"], 3), common.fmt(row["bare_sps"]),
+              common.fmt(row["bare_xla_sps"]), common.fmt(row["bare_ratio"], 3),
+              common.fmt(row["first_step_s"], 1), common.fmt(row["first_step_xla_s"], 1))
+             for name, row in xla.items()])
+        figures["xla"] = xla
     figures["runs"] = {f"{name}_sps": values for name, values in rates.items()}
     common.emit(args, figures, {
         "benchmark": "trainer", "env": common.ENV_NAME, "batch_size": config.batch_size,
         "prioritized_replay": args.prioritized_replay, "replay_items": replay_items,
-        "steps_per_call": args.steps_per_call,
+        "steps_per_call": args.steps_per_call, "jit_compile": args.jit_compile,
         "prefetch_size": config.prefetch_size,
         "dataset_parallel_calls": config.dataset_parallel_calls, "unit": "trainer steps/s"})
+
+
+def xla_rows(medians: Dict[str, Optional[float]], first_steps: Dict[str, float],
+             systems: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+    """Per system ("madqn" first), its trainer and bare steps/s with and without XLA, their
+    ratios (XLA's over the graph's) and the seconds each trainer's first step took."""
+    rows = {}
+    for name in systems:
+        trainer = "trainer" if name == "madqn" else SYSTEM_VARIANT.format(name)
+        bare = "bare_step" if name == "madqn" else SYSTEM_BARE_VARIANT.format(name)
+        rows[name] = {
+            "trainer_sps": medians[trainer], "trainer_xla_sps": medians[trainer + XLA_SUFFIX],
+            "trainer_ratio": common.ratio(medians[trainer + XLA_SUFFIX], medians[trainer]),
+            "bare_sps": medians[bare], "bare_xla_sps": medians[bare + XLA_SUFFIX],
+            "bare_ratio": common.ratio(medians[bare + XLA_SUFFIX], medians[bare]),
+            "first_step_s": first_steps[trainer],
+            "first_step_xla_s": first_steps[trainer + XLA_SUFFIX]}
+    return rows
 
 
 def system_rows(rates: Dict[str, Tuple[Any, Optional[float], Optional[float]]]

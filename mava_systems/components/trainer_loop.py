@@ -1,6 +1,7 @@
 """What every trainer node does around its gradient step: sample, count, log, checkpoint, stop."""
 
 import contextlib
+import re
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
@@ -21,6 +22,38 @@ PRIORITIES = "priorities"
 # variables (e.g. Adam's slots) are made while it is traced: a checkpoint taken meanwhile can
 # hold some without their values, and the run could not be resumed from it.
 BUILD_WAIT_S = 30.0
+# What TensorFlow's errors say when XLA cannot compile a step (e.g. an op it has no kernel for).
+_XLA_ERROR_MARKERS = ("when trying to compile", "XLA_CPU_JIT", "XLA_GPU_JIT",
+                      "compile-time constant")
+_XLA_UNSUPPORTED_OPS = re.compile(r"on XLA_\w+_JIT: (.+?) \(No registered")
+
+
+def xla_compile_error(error: tf.errors.OpError) -> ValueError:
+    """A clear error for a trainer step that XLA could not compile (`jit_compile=True`), naming
+    the operations XLA has no kernel for when TensorFlow's message does."""
+    message = str(error)
+    ops = _XLA_UNSUPPORTED_OPS.search(message)
+    if ops:
+        what = f"it uses operations XLA cannot compile ({ops.group(1)})"
+    else:
+        what = "XLA says: " + next(line.strip() for line in message.splitlines() + [message]
+                                   if any(marker in line for marker in _XLA_ERROR_MARKERS))[:300]
+    return ValueError(
+        f"The trainer step cannot be compiled with XLA (jit_compile=True): {what}. A network or "
+        "loss of your own may use such an operation; set jit_compile=False in the system's "
+        "config (flag --jit_compile=false) to train with TensorFlow's own graph.")
+
+
+@contextlib.contextmanager
+def xla_errors(jit_compile: bool) -> Iterator[None]:
+    """With `jit_compile`, turns TensorFlow's errors from an XLA compilation into
+    `xla_compile_error`'s ValueError (other errors pass unchanged)."""
+    try:
+        yield
+    except tf.errors.OpError as error:
+        if jit_compile and any(marker in str(error) for marker in _XLA_ERROR_MARKERS):
+            raise xla_compile_error(error) from None
+        raise
 
 
 def concatenate_steps(values: tf.Tensor) -> tf.Tensor:
@@ -42,6 +75,12 @@ class TrainerLoop:
     scalars (as a row of K = 1 at that step would), and `after_train_step`
     sees the K batches' `info` and per-item fetches concatenated ([K * B]).
 
+    With `jit_compile`, `train_step` (the pure computation: losses, gradients,
+    optimiser and target updates, counting) is compiled with XLA; sampling,
+    unpacking and everything around the step stay in TensorFlow's graph. An
+    operation XLA cannot compile fails the first step with a ValueError naming
+    `jit_compile` (see `xla_compile_error`).
+
     Subclasses call `__init__` last in their own constructor: it restores
     the checkpoint of `state`, which must then hold every network and optimiser.
     """
@@ -54,12 +93,16 @@ class TrainerLoop:
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
         steps_per_call: int = 1,
+        jit_compile: bool = False,
     ):
         if isinstance(steps_per_call, bool) or not isinstance(steps_per_call, int) \
                 or steps_per_call < 1:
             raise ValueError(f"steps_per_call must be an integer of at least 1, got "
                              f"{steps_per_call!r}")
         self._steps_per_call = steps_per_call
+        self._jit_compile = bool(jit_compile)
+        self._xla_train_step = (tf.function(self.train_step, jit_compile=True) if jit_compile
+                                else None)
         self._dataset = dataset
         self._unpack = unpack
         self._compiled_step: Optional[Callable[[Iterator[Any]], Any]] = None
@@ -90,6 +133,11 @@ class TrainerLoop:
         return self._steps_per_call
 
     @property
+    def jit_compile(self) -> bool:
+        """Whether `train_step` runs compiled with XLA (see the class)."""
+        return self._jit_compile
+
+    @property
     def batch_wait_s(self) -> float:
         """Seconds this trainer's steps have waited for their sampled batches since the node
         started: while the rate limiter held sampling back, or replay was slow to serve."""
@@ -104,6 +152,13 @@ class TrainerLoop:
         """One gradient step on `sample`; returns the scalars to log. Counts itself with
         `count_step`."""
         raise NotImplementedError
+
+    def compiled_train_step(self, sample: Any) -> Dict[str, tf.Tensor]:
+        """`train_step` as the trainer runs it: compiled with XLA with `jit_compile`."""
+        if self._xla_train_step is None:
+            return self.train_step(sample)
+        with xla_errors(True):
+            return self._xla_train_step(sample)
 
     def count_step(self, after: Any) -> tf.Operation:
         """Adds one to the step count (`state["num_steps"]`) once the tensors in `after`,
@@ -125,7 +180,8 @@ class TrainerLoop:
     def step(self) -> Dict[str, Any]:
         """Samples `steps_per_call` batches, trains on each in turn, counts and logs the steps."""
         start = time.time()
-        sample, fetches = self.sample_and_train()
+        with xla_errors(self._jit_compile):  # XLA compiles the step at its first call.
+            sample, fetches = self.sample_and_train()
         self.after_train_step(sample, fetches)
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
@@ -234,7 +290,7 @@ class TrainerLoop:
         if self._unpack is not None:
             sample = sample._replace(data=self._unpack(sample.data))
         with self._building():  # Traced at its first call (outside a compiled step).
-            fetches = dict(self.train_step(sample))
+            fetches = dict(self.compiled_train_step(sample))
         fetches["trainer_steps"] = self._num_steps_variable.read_value()
         return fetches
 

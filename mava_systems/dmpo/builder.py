@@ -47,7 +47,8 @@ class DMPOBuilder(MADQNBuilder):
             epsilon_stddev=config.epsilon_stddev, unpack=self.unpack_replay_items(),
             counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
-            steps_per_call=self.config.trainer_steps_per_call)
+            steps_per_call=self.config.trainer_steps_per_call,
+            jit_compile=self.config.jit_compile)
 
     def make_executor(self, networks: DMPONetworks, adder: Any = None,
                       variable_client: Any = None, seed: int = 0,

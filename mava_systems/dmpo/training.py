@@ -51,6 +51,7 @@ class DMPOTrainer(TrainerLoop):
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
         steps_per_call: int = 1,
+        jit_compile: bool = False,
     ):
         self._networks = networks
         self._discount = discount
@@ -67,7 +68,8 @@ class DMPOTrainer(TrainerLoop):
         self._critic_optimizers = {key: snt.optimizers.Adam(critic_learning_rate) for key in keys}
         self._dual_optimizers = {key: snt.optimizers.Adam(dual_learning_rate) for key in keys}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call,
+                         jit_compile)
 
     @property
     def state(self) -> Dict[str, Any]:

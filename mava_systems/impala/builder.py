@@ -82,7 +82,8 @@ class IMPALABuilder(MADQNBuilder):
             max_abs_reward=config.max_abs_reward, unpack=self.unpack_replay_items(),
             counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
-            steps_per_call=self.config.trainer_steps_per_call)
+            steps_per_call=self.config.trainer_steps_per_call,
+            jit_compile=self.config.jit_compile)
 
     def make_executor(self, networks: IMPALANetworks, adder: Any = None,
                       variable_client: Any = None, seed: int = 0,

@@ -44,6 +44,7 @@ class IMPALATrainer(TrainerLoop):
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
         steps_per_call: int = 1,
+        jit_compile: bool = False,
     ):
         self._networks = networks
         self._discount = tf.constant(discount, tf.float32)
@@ -53,7 +54,8 @@ class IMPALATrainer(TrainerLoop):
         self._max_abs_reward = float("inf") if max_abs_reward is None else max_abs_reward
         self._optimizers = {key: snt.optimizers.Adam(learning_rate) for key in networks.networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call,
+                         jit_compile)
 
     @property
     def state(self) -> Dict[str, Any]:

@@ -8,6 +8,10 @@ from mava_systems.config import (UniformReplayConfig, bounded, check_sizes, chec
 
 # What each agent's critic sees besides its own index (see `maddpg.networks.CriticInputs`).
 CRITIC_ARCHITECTURES = ("decentralised", "centralised", "state")
+MADDPG_JIT_COMPILE_DOC = (
+    "Compile the trainer's step with XLA (on by default here: 1.06 (MADDPG) and 1.32 (MAD4PG) "
+    "times the trainer steps/s on CPU with the default networks, docs/benchmarks.md); false "
+    "keeps TensorFlow's own graph, e.g. for a network XLA cannot compile.")
 
 
 @dataclasses.dataclass
@@ -42,9 +46,7 @@ class MADDPGConfig(UniformReplayConfig):
     agent_ids: bool = True
     policy_hidden_sizes: Tuple[int, ...] = (256, 256, 256)
     critic_hidden_sizes: Tuple[int, ...] = (512, 512, 256)
-    # The trainer step is compiled with XLA: 1.06 (MADDPG) and 1.32 (MAD4PG) times the steps/s
-    # on CPU with the default networks (docs/benchmarks.md); false keeps TensorFlow's own graph.
-    jit_compile: bool = True
+    jit_compile: bool = dataclasses.field(default=True, metadata={"doc": MADDPG_JIT_COMPILE_DOC})
 
     # Exploration: Gaussian noise on the policy's action, as a fraction of half the action
     # range, then clipped to the bounds. Executors' noise scales spread log-uniformly from

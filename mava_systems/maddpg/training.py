@@ -72,8 +72,6 @@ class MADDPGTrainer(TrainerLoop):
         steps_per_call: int = 1,
         jit_compile: bool = False,
     ):
-        """`jit_compile`: whether `train_step` is compiled with XLA (faster on CPU for large
-        networks; see `MADDPGConfig.jit_compile`)."""
         self._networks = networks
         self._critic_inputs = critic_inputs
         self._discount = tf.constant(discount, tf.float32)
@@ -83,9 +81,9 @@ class MADDPGTrainer(TrainerLoop):
         self._policy_optimizer = snt.optimizers.Adam(policy_learning_rate)
         self._critic_optimizer = snt.optimizers.Adam(critic_learning_rate)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self._compiled_train_step = tf.function(self._train_step, jit_compile=jit_compile)
         # Restores `state`.
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call,
+                         jit_compile)
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -149,11 +147,9 @@ class MADDPGTrainer(TrainerLoop):
             q_values.append(masked_mean(self.values(q_tm1), present))
         return critic_loss, policy_loss, {"q_value": tf.reduce_mean(tf.stack(q_values))}
 
+    @tf.function
     def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
         """One clipped step of every critic and every policy; returns the scalars to log."""
-        return self._compiled_train_step(sample)
-
-    def _train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
         networks = self._networks
         critic_variables = [variable for critic in networks.critics.values()
                             for variable in critic.trainable_variables]

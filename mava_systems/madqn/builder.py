@@ -238,6 +238,7 @@ class MADQNBuilder:
             logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
             steps_per_call=self.config.trainer_steps_per_call,
+            jit_compile=self.config.jit_compile,
             **options)
 
     def make_executor(self, networks: MADQNNetworks, exploration_schedule: ExplorationSchedule,

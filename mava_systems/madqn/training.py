@@ -118,6 +118,7 @@ class MADQNTrainer(TrainerLoop):
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         modules: Optional[Mapping[str, TrainerModule]] = None,
         steps_per_call: int = 1,
+        jit_compile: bool = False,
     ):
         self._networks = networks
         self._modules = dict(modules or {})
@@ -141,7 +142,8 @@ class MADQNTrainer(TrainerLoop):
                                 for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Restores `state`.
-        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call)
+        super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call,
+                         jit_compile)
 
     @property
     def state(self) -> Dict[str, Any]:

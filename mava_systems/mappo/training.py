@@ -168,7 +168,7 @@ class MAPPOTrainer(TrainerLoop):
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._dropped_sequences = tf.Variable(0, dtype=tf.int64, trainable=False)
         super().__init__(dataset, counter, logger, make_checkpointing,
-                         steps_per_call=steps_per_call)  # Restores `state`.
+                         steps_per_call=steps_per_call, jit_compile=config.jit_compile)  # Restores `state`.
 
     def optimizer_variables(self, name: str) -> List[tf.Variable]:
         """The variables optimizer `name` updates (`policy/<key>`, `critic/<key>` or `<key>`)."""

@@ -75,7 +75,8 @@ class R2D2Builder(MADQNBuilder):
             replay_client=replay_client,
             replay_table=REPLAY_TABLE, counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
-            steps_per_call=self.config.trainer_steps_per_call)
+            steps_per_call=self.config.trainer_steps_per_call,
+            jit_compile=self.config.jit_compile)
 
     def make_executor(self, networks: R2D2Networks,
                       exploration_schedule: Optional[ExplorationSchedule] = None,

@@ -46,6 +46,7 @@ class R2D2Trainer(MADQNTrainer):
         make_checkpointing: Optional[Callable[[Mapping[str, Any]], Any]] = None,
         unpack: Optional[Callable[[tf.Tensor], Any]] = None,
         steps_per_call: int = 1,
+        jit_compile: bool = False,
     ):
         self._n_step = n_step
         self._burn_in_length = burn_in_length
@@ -55,7 +56,7 @@ class R2D2Trainer(MADQNTrainer):
             importance_sampling_exponent=importance_sampling_exponent, huber_loss_parameter=None,
             unpack=unpack, replay_client=replay_client, replay_table=replay_table, counter=counter,
             logger=logger, make_checkpointing=make_checkpointing,
-            steps_per_call=steps_per_call)
+            steps_per_call=steps_per_call, jit_compile=jit_compile)
 
     def network_loss(self, key: str, steps: reverb_base.Step):
         """Per-column loss [B * A] and TD errors [T, B * A] of network `key` (agents stacked)."""
