@@ -192,11 +192,12 @@ def topology_from_flags(executor_name: str = "executor") -> dict:
     return topology
 
 
-def define_exploration_flag(executor_name: str = "executor") -> None:
+def define_exploration_flag(executor_name: str = "executor", default: str = "") -> None:
     """Defines `--exploration`: one exploration schedule for every executor of a system that
-    explores by schedule (epsilon; MADDPG's noise scale), instead of the system's default."""
+    explores by schedule (epsilon; MADDPG's noise scale), instead of the system's default
+    (`default`: the example's own schedule)."""
     flags.DEFINE_string(
-        "exploration", "",
+        "exploration", default,
         f"The exploration schedule of every {executor_name}: {exploration.SCHEDULE_FORMATS} "
         f"(over each {executor_name}'s own steps); empty: the system's default schedules.")
 
@@ -220,8 +221,8 @@ def exploration_from_flags(num_executors: int) -> Dict[str, Any]:
 def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
                  executor_name: str = "executor", default_num_caches: Optional[int] = 0,
                  config_defaults: Optional[Mapping[str, Any]] = None,
-                 family_env_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None
-                 ) -> Callable[[Sequence[str]], None]:
+                 family_env_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                 default_exploration: str = "") -> Callable[[Sequence[str]], None]:
     """Defines the example flags and returns an `app.run` main that builds and runs the system.
 
     The system is `system_class(environment_factory=..., config=..., num_executors=...,
@@ -230,13 +231,14 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     `num_caches` with `default_num_caches=None`). `config_defaults` overrides
     the config's defaults for this example (see `define_config_flags`).
     `family_env_kwargs` gives constructor arguments for the environments of a
-    family, e.g. `{"mpe": {"continuous_actions": True}}`.
+    family, e.g. `{"mpe": {"continuous_actions": True}}`. `default_exploration` is
+    `--exploration`'s default (e.g. "linear:1,0.05,200000"; empty: the system's own schedules).
     """
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
     define_config_flags(config_class, config_defaults)
     explores_by_schedule = getattr(system_class, "explores_by_schedule", False)
     if explores_by_schedule:
-        define_exploration_flag(executor_name)
+        define_exploration_flag(executor_name, default_exploration)
 
     def main(argv: Sequence[str]) -> None:
         if len(argv) > 1:

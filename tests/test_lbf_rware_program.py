@@ -72,6 +72,17 @@ def test_lbf_qmix_runs_resumes_and_evaluates(tmp_path):
     assert result["episodes"] == 2 and all(0.0 <= value <= 1.0 for value in result["returns"])
 
 
+@pytest.mark.parametrize("system", ["madqn", "vdn", "qmix"])
+def test_the_value_based_lbf_examples_anneal_epsilon_by_default(system):
+    """The schedule that took QMIX on LBF from 0.80 to 0.94 (docs/benchmarks.md) is the value-based
+    LBF examples' default: --exploration's default, which their runs record (see above)."""
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "lbf", f"run_{system}.py"),
+                             "--helpfull"], capture_output=True, text=True, timeout=300, check=False)
+    help_text = result.stdout + result.stderr
+    position = help_text.index("--exploration:")
+    assert "(default: 'linear:1,0.05,200000')" in help_text[position:position + 400], help_text[-2000:]
+
+
 def test_rware_mappo_runs_resumes_and_evaluates(tmp_path):
     run_dir = str(tmp_path / "run")
     run_and_resume(os.path.join("rware", "run_mappo.py"), run_dir, RWARE_MAPPO, 200, 350)

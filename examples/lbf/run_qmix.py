@@ -16,15 +16,13 @@ if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up mes
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, qmix
-
-# The agents share one network; their one-hot IDs (EPyMARL's default) let it act differently
-# per agent.
-LBF_DEFAULTS = {"agent_ids": True}
+from mava_systems import launch, qmix  # noqa: E402
+import lbf_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(qmix.QMIX, qmix.QMIXConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3",
-                           config_defaults=LBF_DEFAULTS)
+                           config_defaults=lbf_settings.CONFIG_DEFAULTS,
+                           default_exploration=lbf_settings.EXPLORATION)
 
 if __name__ == "__main__":
     app.run(main)
