@@ -37,7 +37,7 @@ def evaluation_rounds(run_dir: str) -> List[EvaluationRound]:
     """The evaluator's rounds in executor-step order (none if it logged none)."""
     try:
         curve = plot.read_learning_curve(run_dir)
-    except ValueError:  # No evaluator log (yet).
+    except (FileNotFoundError, ValueError):  # No evaluator log, or no round in it (yet).
         return []
     return [EvaluationRound(int(steps), float(value))
             for steps, value in zip(curve.steps, curve.returns)]

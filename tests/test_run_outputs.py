@@ -225,3 +225,12 @@ def test_the_readme_and_quickstart_show_the_summary_a_run_prints(short_run):
 ])
 def test_the_resume_line_keeps_the_limit_of_a_run_that_stopped_short(limit, steps_at_end, expected):
     assert run_summary.resume_step_limit(limit, steps_at_end) == expected
+
+
+def test_a_run_stopped_before_its_evaluator_logged_has_no_evaluation_rounds(tmp_path):
+    """A launch stopped while it was being built leaves no evaluator log: its summary has no
+    rounds to show rather than an error (the error once replaced the summary of such a run)."""
+    assert run_summary.evaluation_rounds(str(tmp_path)) == []
+    os.makedirs(tmp_path / "logs" / "evaluator")
+    (tmp_path / "logs" / "evaluator" / "logs.csv").write_text("")
+    assert run_summary.evaluation_rounds(str(tmp_path)) == []
