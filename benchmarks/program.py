@@ -33,7 +33,8 @@ share of the trainer's time its steps waited for sampled batches (its CSV's
 `batch_wait_s`: the rate limiter or replay held them back) and the 1-minute
 load average during the runs. `--baseline DIR` runs the same configurations
 of another checkout (e.g. a worktree of an earlier commit) in turn with this
-one's, for ratios measured side by side; `--max_executor_steps N` gives the
+one's, for ratios measured side by side (`--baseline_flag` gives its runs their
+own example flags, e.g. without a lever it lacks); `--max_executor_steps N` gives the
 examples a step limit (adding the coordinator, and the executors' count at
 every episode).
 
@@ -152,9 +153,12 @@ def run_once(launch_type: str, executors: int, args: Any,
     key = label + config_key(launch_type, executors, system)
     run_dir = tempfile.mkdtemp(prefix=f"bench-program-{system}-{launch_type}-{executors}-")
     output_path = os.path.join(run_dir, "output.log")
+    flags = args.flag
+    if label == BASELINE_PREFIX and getattr(args, "baseline_flag", None) is not None:
+        flags = args.baseline_flag
     command = common.example_command(
         os.path.join(run_dir, "run"), launch_type, args.max_executor_steps,
-        [f"--num_executors={executors}", *args.flag], system_name=system, root=root)
+        [f"--num_executors={executors}", *flags], system_name=system, root=root)
     log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"))
     launched = time.monotonic()
     process = common.start_example(command, output_path, root)
@@ -323,8 +327,14 @@ def main() -> None:
                              "run of this tree followed by the same run of it; its figures are "
                              f"keyed \"{BASELINE_PREFIX}<configuration>\" and this tree's "
                              "are also given as ratios of them")
+    parser.add_argument("--baseline_flag", action="append", default=None,
+                        help="a flag for the --baseline checkout's runs instead of the --flag "
+                             "ones (repeatable; e.g. a lever the baseline does not have: "
+                             "--flag=--jit_compile=true --baseline_flag=--seed=0)")
     add_run_arguments(parser)
     args = common.check_args(parser.parse_args())
+    if args.baseline_flag is not None and not args.baseline:
+        raise SystemExit("--baseline_flag needs --baseline")
     variants = [("", common.ROOT)]
     if args.baseline:
         baseline = os.path.abspath(args.baseline)
@@ -422,7 +432,9 @@ def main() -> None:
                   f"{common.fmt(entry['trainer_sps'])} trainer steps/s)")
     common.emit(args, figures, {"benchmark": "program", "env": common.ENV_NAME,
                                 "systems": systems, "example_flags": args.flag,
-                                "baseline": args.baseline})
+                                "baseline": args.baseline,
+                                "baseline_flags": (args.flag if args.baseline_flag is None
+                                                   else args.baseline_flag)})
 
 
 if __name__ == "__main__":

@@ -253,3 +253,21 @@ def test_unshared_weights_give_one_network_per_agent(line_world_factory, tmp_run
                          run_dir=tmp_run_dir)
     networks = system.builder.make_networks()
     assert set(networks.q_networks) == {"agent_0", "agent_1"}
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+@pytest.mark.parametrize("samples_per_insert", [0.5, 32.0, 200.0])
+def test_any_valid_replay_setting_gives_a_rate_limiter_reverb_accepts(
+        line_world_factory, tmp_run_dir, recurrent, samples_per_insert):
+    """A small replay minimum with a high samples_per_insert (with recurrent agents: one
+    sequence, a batch of 2) once failed with Reverb's own error about `error_buffer`, which no
+    config field names; every setting the config accepts must build its table."""
+    config = MADQNConfig(recurrent=recurrent, min_replay_size=1, batch_size=2,
+                         sequence_batch_size=2, samples_per_insert=samples_per_insert)
+    system = madqn.MADQN(line_world_factory, config=config, run_dir=tmp_run_dir)
+    limiter = system.builder.make_rate_limiter()
+    [table] = system.builder.make_replay_tables()
+    info = table.info.rate_limiter_info
+    assert info.samples_per_insert == samples_per_insert and info.min_size_to_sample == 1
+    assert info.max_diff - info.min_diff >= 2 * max(1.0, samples_per_insert)
+    assert limiter is not None

@@ -81,6 +81,10 @@ def test_the_value_based_lbf_examples_anneal_epsilon_by_default(system):
     help_text = result.stdout + result.stderr
     position = help_text.index("--exploration:")
     assert "(default: 'linear:1,0.05,200000')" in help_text[position:position + 400], help_text[-2000:]
+    # VDN's step size from its LBF lever (docs/benchmarks.md); the others keep the systems' 1e-3.
+    position = help_text.index("--learning_rate:")
+    expected = "0.0003" if system == "vdn" else "0.001"
+    assert f"(default: '{expected}')" in help_text[position:position + 400], help_text[-2000:]
 
 
 def test_rware_mappo_runs_resumes_and_evaluates(tmp_path):

@@ -21,7 +21,7 @@ import lbf_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(vdn.VDN, vdn.VDNConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3",
-                           config_defaults=lbf_settings.CONFIG_DEFAULTS,
+                           config_defaults=lbf_settings.VDN_CONFIG_DEFAULTS,
                            default_exploration=lbf_settings.EXPLORATION)
 
 if __name__ == "__main__":

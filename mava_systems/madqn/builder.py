@@ -140,8 +140,11 @@ class MADQNBuilder:
         min_size = self.replay_size_in_items(config.min_replay_size)
         if config.samples_per_insert is None:
             return reverb.rate_limiters.MinSize(min_size)
-        # Allow the sample/insert ratio to drift by 10% of the minimum replay size.
-        error_buffer = max(min_size * 0.1 * config.samples_per_insert, 2.0 * self.batch_size)
+        # Allow the sample/insert ratio to drift by 10% of the minimum replay size; never less
+        # than Reverb accepts (one insert's worth of samples: a few sequences in replay and a
+        # high samples_per_insert would otherwise fail with Reverb's own error).
+        error_buffer = max(min_size * 0.1 * config.samples_per_insert, 2.0 * self.batch_size,
+                           float(config.samples_per_insert), 1.0)
         return reverb.rate_limiters.SampleToInsertRatio(
             min_size_to_sample=min_size,
             samples_per_insert=config.samples_per_insert, error_buffer=error_buffer)
