@@ -1,33 +1,46 @@
-"""MAD4PG on multiwalker_v9: the evaluator's mean per-walker return against executor steps."""
-import csv, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+"""MAD4PG on multiwalker_v9: prints the evaluator's mean per-walker return per 100k executor steps
+and draws it against a random policy's and TF-era Mava's returns.
+
+    python benchmarks/results/mad4pg_multiwalker_1m/plot.py <this directory> <out.png>
+"""
+import sys
+
 import numpy as np
 
-log, out = sys.argv[1], sys.argv[2]
-rows = list(csv.DictReader(open(log)))
-steps = np.array([float(r["executor_steps"]) for r in rows])
-per_walker = np.array([float(r["evaluation_return"]) / 3 for r in rows])
-order = np.argsort(steps, kind="stable")
-steps, per_walker = steps[order], per_walker[order]
-bins = [0, 100e3, 200e3, 300e3, 400e3, 500e3, 600e3, 700e3, 800e3, 900e3, 1000e3 + 1]
-print("bin | rounds | mean per-walker return | max")
-for lo, hi in zip(bins[:-1], bins[1:]):
-    sel = (steps >= lo) & (steps < hi)
-    if sel.any():
-        print(f"{lo/1e3:.0f}-{hi/1e3:.0f}k | {sel.sum()} | {per_walker[sel].mean():.1f} | {per_walker[sel].max():.1f}")
-fig, ax = plt.subplots(figsize=(7, 4))
-ax.plot(steps / 1e3, per_walker, ".", alpha=0.35, label="evaluator round (4 greedy episodes)")
-window = 9
-if len(per_walker) >= window:
-    smooth = np.convolve(per_walker, np.ones(window) / window, mode="valid")
-    ax.plot(steps[window // 2: len(steps) - window // 2] / 1e3, smooth, "-", label=f"running mean of {window} rounds")
-ax.axhline(-99.5, color="grey", ls="--", label="random policy (-99.5)")
-ax.axhline(40, color="green", ls=":", label="TF-era Mava, about 1M steps (about 40)")
-ax.set_xlabel("executor steps (thousands)")
-ax.set_ylabel("return per walker")
-ax.set_title("MAD4PG on sisl/multiwalker_v9, 1 seed")
-ax.legend(loc="lower right", fontsize=8)
-fig.tight_layout()
-fig.savefig(out, dpi=110)
+from mava_systems.plot import read_learning_curve, smooth
+
+WALKERS = 3
+RANDOM_PER_WALKER = -99.5
+TF_MAVA_PER_WALKER = 40.0
+
+
+def main(run_dir: str, out: str) -> None:
+    """Prints the per-bin table and writes the figure to `out`."""
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+
+    curve = read_learning_curve(run_dir)
+    per_walker = curve.returns / WALKERS
+    print("bin | rounds | mean per-walker return | best round")
+    for low in np.arange(0, 1_000_000, 100_000):
+        in_bin = (curve.steps >= low) & (curve.steps < low + 100_000 + (low == 900_000))
+        if in_bin.any():
+            print(f"{low // 1000:.0f}-{low // 1000 + 100:.0f}k | {in_bin.sum()} | "
+                  f"{per_walker[in_bin].mean():.1f} | {per_walker[in_bin].max():.1f}")
+    figure = Figure(figsize=(7, 4))
+    axes = figure.subplots()
+    axes.plot(curve.steps / 1e3, per_walker, ".", alpha=0.35,
+              label="evaluator round (4 greedy episodes)")
+    axes.plot(curve.steps / 1e3, smooth(per_walker, 9), "-", label="running mean of 9 rounds")
+    axes.axhline(RANDOM_PER_WALKER, color="grey", ls="--", label="random policy (-99.5)")
+    axes.axhline(TF_MAVA_PER_WALKER, color="green", ls=":",
+                 label="TF-era Mava, about 1M steps (about 40)")
+    axes.set_xlabel("executor steps (thousands)")
+    axes.set_ylabel("return per walker")
+    axes.set_title("MAD4PG on sisl/multiwalker_v9, 1 seed")
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
