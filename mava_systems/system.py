@@ -201,11 +201,12 @@ class DistributedSystem:
         return CheckpointedCounter(self.run_dir, self._checkpoint_interval_s,
                                    self._max_checkpoints_to_keep)
 
-    def coordinator(self, counter: Any, evaluator: Any = None) -> StepLimiter:
-        """Stops the program once `max_executor_steps` executor steps were counted, after the
-        evaluator's final round."""
+    def coordinator(self, counter: Any, evaluator: Any = None, trainer: Any = None
+                    ) -> StepLimiter:
+        """Stops the program once `max_executor_steps` executor steps were counted, after
+        stopping the trainer's steps and the evaluator's final round."""
         return StepLimiter(counter, self._max_executor_steps, steps_key=self.steps_key,
-                           evaluator=evaluator)
+                           evaluator=evaluator, trainer=trainer)
 
     def executor_loop(self, environment: Any, executor: Any, counter: Any, label: str,
                       extra_log_fn: Optional[Any] = None) -> EnvironmentLoop:
@@ -305,7 +306,8 @@ class DistributedSystem:
             # Added before the nodes it calls, in the seed's order; their handles exist already.
             with program.group(self.coordinator_group):
                 program.add_node(lp.CourierNode(self.coordinator, counter,
-                                                evaluator_node.create_handle()))
+                                                evaluator_node.create_handle(),
+                                                trainer_node.create_handle()))
         with program.group(self.trainer_group):
             trainer = program.add_node(trainer_node)
         with program.group("evaluator"):

@@ -107,11 +107,13 @@ def assert_final_checkpoint_evaluates(run_dir, above, episodes=4):
     at least the trainer's last logged one) and its greedy policy scores above `above`.
 
     The score is required only when the run's own final evaluation round, played with the
-    final weights at the stop, scored above `above` in a steady way (its mean less its standard
-    deviation above it): a policy collapsing at the stop (IMPALA on CartPole sometimes does, for
-    a while) scores like an untrained one in some episodes, so its return cannot tell a restored
-    checkpoint from a fresh network. (CI once saw a final round of 475 and 9, then 9 to 10 in
-    all 4 episodes of the checkpoint saved 11 trainer steps later.)
+    weights the final checkpoint holds (the trainer takes no step after the step limit), scored
+    above `above` in a steady way (its mean less its standard deviation above it): a policy
+    collapsing at the stop (IMPALA on CartPole sometimes does, for a while) scores like an
+    untrained one in some episodes, so its return cannot tell a restored checkpoint from a
+    fresh network. (CI once saw a final round of 475 and 9, then 9 to 10 in all 4 episodes
+    of the checkpoint; and before the trainer stopped at the limit, a round of 213 then 9.5
+    from a checkpoint saved 15 steps later, trained on IMPALA's queue meanwhile.)
     """
     evaluation = evaluate_checkpoint(run_dir, f"--episodes={episodes}", "--seed=1")
     assert evaluation["trainer_steps"] >= int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])

@@ -58,3 +58,15 @@ def test_a_dataset_ending_after_the_stop_raises_program_stopping():
     with pytest.raises(ProgramStopping):
         next(iterator)
     assert factory.made == 1  # No new dataset is built once the program stops.
+
+
+def test_stop_sampling_ends_the_iteration_at_the_next_dataset_end():
+    factory = CountingFactory()
+    stop = threading.Event()
+    iterator = ReplayIterator(factory, stop_event=stop)
+    assert int(next(iterator)) == 0
+    iterator.stop_sampling()
+    assert [int(next(iterator)) for _ in range(2)] == [1, 2]  # What was sampled is still served.
+    with pytest.raises(ProgramStopping):
+        next(iterator)
+    assert factory.made == 1 and not stop.is_set()  # The program itself goes on.

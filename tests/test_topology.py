@@ -131,14 +131,16 @@ def check_program_topology(system, case):
     assert trainer._constructor == system.trainer
     assert evaluator._constructor == system.evaluator
 
-    # Coordinator: watches the counter, has the evaluator play a final round at the limit.
+    # Coordinator: watches the counter; at the limit stops the trainer's steps, then has the
+    # evaluator play a final round.
     if max_executor_steps:
         (coordinator,) = groups["coordinator"]
         assert coordinator._constructor == system.coordinator
-        counter_handle, evaluator_handle = coordinator._args
+        counter_handle, evaluator_handle, trainer_handle = coordinator._args
         assert isinstance(counter_handle, CourierHandle)
         assert node_of(counter_handle, program.get_all_nodes()) is counter
         assert node_of(evaluator_handle, program.get_all_nodes()) is evaluator
+        assert node_of(trainer_handle, program.get_all_nodes()) is trainer
         assert system.coordinator(None)._max_steps == max_executor_steps
 
     # Trainer: reads replay, writes the counter.

@@ -19,6 +19,7 @@ import reverb
 import tensorflow as tf
 
 from mava_systems import madqn, registry
+from mava_systems.components import lifecycle, replay, trainer_loop
 from mava_systems.components.checkpointing import Checkpointing
 from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.exploration import ConstantEpsilon
@@ -207,6 +208,59 @@ def test_a_step_waiting_for_its_batch_changes_nothing_until_it_arrives(tmp_path)
         assert not all_equal(numpy_variables(networks.target_q_networks[NETWORK]),
                              targets_before)  # Copied once the batch came.
         del trainer
+        gc.collect()
+    finally:
+        environment.close()
+        server.stop()
+
+
+def test_stop_training_ends_the_steps_though_replay_could_feed_more(tmp_path, monkeypatch):
+    """At the step limit the trainer takes no further step, even with batches still to sample
+    (as IMPALA's queue has after its executors stopped): the weights the evaluator's final
+    round plays are those the checkpoint at the stop saves."""
+    stop = threading.Event()
+    for module in (trainer_loop, replay, lifecycle):
+        monkeypatch.setattr(module, "program_stop_event", lambda: stop)
+    config = madqn.MADQNConfig(min_replay_size=50, batch_size=16, samples_per_insert=None,
+                               prefetch_size=0, dataset_parallel_calls=1)
+    run_dir = str(tmp_path / "run")
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=run_dir)
+    server = reverb.Server(system.replay())
+    environment = system._environment_factory(evaluation=False, seed=1)
+    try:
+        client = reverb.Client(f"localhost:{server.port}")
+        builder = system.builder
+        executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
+                                         adder=builder.make_adder(client), seed=1)
+        loop = EnvironmentLoop(environment, executor)
+        for _ in range(8):
+            loop.run_episode()
+        networks = builder.make_networks()
+        trainer = builder.make_trainer(networks, builder.make_dataset_iterator(client),
+                                       counter=counting.Counter(prefix="trainer"),
+                                       checkpoint=True)
+        running = threading.Thread(target=trainer.run, daemon=True)
+        running.start()
+        deadline = time.monotonic() + 120
+        while trainer.num_steps < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert trainer.num_steps >= 3  # Replay, never emptied by sampling, feeds every step.
+
+        stopped_at = trainer.stop_training(timeout_s=60)
+        weights = online({"networks": networks})
+        time.sleep(1.5)
+        assert trainer.num_steps == stopped_at
+        assert all_equal(online({"networks": networks}), weights)
+        assert running.is_alive()  # Serving its variables until the program stops.
+
+        stop.set()
+        running.join(timeout=60)
+        assert not running.is_alive()
+        restored = builder.make_trainer(builder.make_networks(),
+                                        iter(()), counter=counting.Counter(), checkpoint=True)
+        assert restored.num_steps == stopped_at
+        del trainer, restored
         gc.collect()
     finally:
         environment.close()

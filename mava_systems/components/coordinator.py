@@ -11,11 +11,13 @@ from mava_systems.components.lifecycle import run_watched
 class StepLimiter:
     """Polls the counter and stops the program when `steps_key` reaches `max_steps`.
 
-    With an `evaluator` (a handle with `final_evaluation()`), it first has the
-    evaluator play a final round with the trainer's latest variables, so the
-    run's last evaluation describes its final policy. Executors start no
-    episode once the limit is counted (see `EnvironmentLoop`), so the
-    policy they feed does not move on while that round is played.
+    At the limit, with a `trainer` (a handle with `stop_training()`), it first
+    has the trainer take no further step, and with an `evaluator` (a handle
+    with `final_evaluation()`) then has the evaluator play a final round with
+    the trainer's variables: the run's last evaluation describes the policy
+    its final checkpoint holds. (Executors start no episode once the limit is
+    counted, see `EnvironmentLoop`; data already in replay could still feed
+    the trainer.)
     """
 
     def __init__(
@@ -26,6 +28,7 @@ class StepLimiter:
         poll_interval_s: float = 0.5,
         stop_program: Callable[[], None] = lp.stop,
         evaluator: Optional[Any] = None,
+        trainer: Optional[Any] = None,
     ):
         if max_steps <= 0:
             raise ValueError(f"max_steps must be positive, got {max_steps}")
@@ -35,6 +38,7 @@ class StepLimiter:
         self._poll_interval_s = poll_interval_s
         self._stop_program = stop_program
         self._evaluator = evaluator
+        self._trainer = trainer
 
     def run(self) -> None:
         """Returns after stopping the program, or when the program stops anyway."""
@@ -46,19 +50,22 @@ class StepLimiter:
             if steps >= self._max_steps:
                 logging.info("Coordinator: %s=%d reached %d; stopping the program.",
                              self._steps_key, steps, self._max_steps)
-                self._final_evaluation()
+                if self._trainer is not None:
+                    self._call_until_stopped(self._trainer, "stop_training")
+                if self._evaluator is not None:
+                    self._call_until_stopped(self._evaluator, "final_evaluation")
                 self._stop_program()
                 return
 
-    def _final_evaluation(self) -> None:
-        """Waits for the evaluator's final round, unless the program stops first."""
-        if self._evaluator is None:
-            return
-        future = self._evaluator.futures.final_evaluation()
+    @staticmethod
+    def _call_until_stopped(node: Any, method: str) -> None:
+        """Calls `node.method()` and waits for it to return, unless the program stops first
+        (a failure is logged: the program is stopped all the same)."""
+        future = getattr(node.futures, method)()
         while not future.done():
             if lp.wait_for_stop(0.1):
                 return
         try:
             future.result()
         except Exception as error:  # pylint: disable=broad-except
-            logging.warning("Coordinator: the final evaluation failed: %s", error)
+            logging.warning("Coordinator: %s failed: %s", method, error)

@@ -125,14 +125,26 @@ class ReplayIterator:
     """Iterates a Reverb dataset whose samples time out, remaking it until the program stops.
 
     `make_dataset(rate_limiter_timeout_ms)` must return a `tf.data.Dataset` of
-    samples that ends when sampling waits longer than the timeout.
+    samples that ends when sampling waits longer than the timeout. Once the
+    program stops (or `stop_sampling` was called), a dataset that ends raises
+    `ProgramStopping` instead of being remade.
     """
 
     def __init__(self, make_dataset: Callable[[int], tf.data.Dataset],
                  stop_event: Optional[threading.Event] = None):
         self._make_dataset = make_dataset
         self._stop_event = stop_event or program_stop_event()
+        self._sampling_stopped = threading.Event()
         self._iterator: Optional[Iterator[reverb.ReplaySample]] = None
+
+    def stop_sampling(self) -> None:
+        """Ends the iteration as the program's stop does: what was sampled is still served,
+        then the next sampling timeout raises `ProgramStopping` (a caller waiting for a
+        batch returns within one timeout)."""
+        self._sampling_stopped.set()
+
+    def _stopped(self) -> bool:
+        return self._stop_event.is_set() or self._sampling_stopped.is_set()
 
     def __iter__(self) -> "ReplayIterator":
         return self
@@ -145,14 +157,14 @@ class ReplayIterator:
         samples inside its graph), remade and retried when it runs out."""
         while True:
             if self._iterator is None:
-                if self._stop_event.is_set():  # Building a dataset takes a while: not at stop.
+                if self._stopped():  # Building a dataset takes a while: not at stop.
                     raise ProgramStopping()
                 self._iterator = iter(self._make_dataset(POLL_INTERVAL_MS))
             try:
                 return function(self._iterator)
             except (StopIteration, tf.errors.OutOfRangeError):
                 self._iterator = None
-                if self._stop_event.is_set():
+                if self._stopped():
                     raise ProgramStopping() from None
 
 

@@ -22,6 +22,9 @@ PRIORITIES = "priorities"
 # variables (e.g. Adam's slots) are made while it is traced: a checkpoint taken meanwhile can
 # hold some without their values, and the run could not be resumed from it.
 BUILD_WAIT_S = 30.0
+# Seconds `stop_training` waits for the step in progress: a step waiting for its batch ends
+# within one sampling timeout; one still being built (traced) within `BUILD_WAIT_S`.
+STOP_TRAINING_WAIT_S = 2 * BUILD_WAIT_S
 # What TensorFlow's errors say when XLA cannot compile a step (e.g. an op it has no kernel for).
 _XLA_ERROR_MARKERS = ("when trying to compile", "XLA_CPU_JIT", "XLA_GPU_JIT",
                       "compile-time constant")
@@ -112,6 +115,8 @@ class TrainerLoop:
         self._counter = counter or counting.Counter()
         self._logger = logger or loggers.NoOpLogger()
         self._stop_event = program_stop_event()
+        self._training_stopped = threading.Event()  # See `stop_training`.
+        self._training_ended = threading.Event()  # Set once `run`'s loop takes no more step.
         self._num_steps_variable = self.state["num_steps"]
         self._checkpointing = make_checkpointing(self.state) if make_checkpointing else None
         self._counted_steps = self.num_steps  # Trainer steps already given to the counter.
@@ -327,8 +332,29 @@ class TrainerLoop:
         finally:
             self._build_lock.release()
 
+    def stop_training(self, timeout_s: float = STOP_TRAINING_WAIT_S) -> int:
+        """Has `run` take no further step, waits (up to `timeout_s`) for the step in progress
+        to end, and returns the trainer step the variables now stay at.
+
+        The coordinator calls it when the program reaches its step limit, before
+        the evaluator's final round: that round then plays the weights the final
+        checkpoint saves, even where data left in replay (e.g. IMPALA's queue)
+        would have let the trainer go on until the program stopped. A step
+        waiting for its batch is given up at its next sampling timeout (it has
+        changed nothing). The variables are still served until the program stops.
+        """
+        self._training_stopped.set()
+        stop_sampling = getattr(self._dataset, "stop_sampling", None)
+        if stop_sampling is not None:
+            stop_sampling()
+        if not self._training_ended.wait(timeout_s):
+            logging.warning("trainer: a step still in progress %.0f s after training was "
+                            "stopped; it may change the weights once more", timeout_s)
+        return self.num_steps
+
     def run(self) -> None:
-        """Trains until the program stops, checkpointing periodically and at the end.
+        """Trains until the program stops (or `stop_training`), checkpointing periodically
+        and at the program's stop.
 
         A step still blocked long after the stop waits for a sample from a replay
         server that has gone (a stop during start-up): it is given up, and the
@@ -344,9 +370,12 @@ class TrainerLoop:
 
     def _train_until_stopped(self) -> None:
         try:
-            while not self._stop_event.is_set():
+            while not (self._stop_event.is_set() or self._training_stopped.is_set()):
                 self.step()
                 if self._checkpointing is not None:
                     self._checkpointing.save()
         except ProgramStopping:
             pass
+        finally:
+            self._training_ended.set()
+        self._stop_event.wait()  # Training was stopped: serve the variables until the stop.
