@@ -97,6 +97,7 @@ def test_each_step_starts_one_n_step_transition(server, packer, n_step, length):
             adder.add({"net": np.full(AGENTS, step, np.int32)}, timestep)
         items.extend(_expected(observations, rewards, discounts, n_step))
 
+    adder.flush()  # An episode's end does not wait for its own items.
     written = _read_all(server, len(items), packer)
     for item, (observation, action, n_step_return, total_discount, next_observation) in zip(
             written, items):
@@ -137,6 +138,7 @@ def test_environment_extras_are_stored_at_both_ends_of_each_transition():
         for step, timestep in enumerate(timesteps[1:]):
             adder.add({"net": np.zeros(AGENTS, np.int32)}, timestep,
                       next_environment_extras={"env_state": states[step + 1]})
+        adder.flush()
         for start, item in enumerate(_read_all(server, length, packer)):
             np.testing.assert_array_equal(item.extras["env_state"], states[start])
             np.testing.assert_array_equal(item.extras["next_env_state"],
@@ -182,3 +184,55 @@ def test_a_new_writer_waits_for_a_server_too_busy_to_answer_until_the_program_st
     stop.set()
     with pytest.raises(ProgramStopping):
         StopAwareClient(SlowToAnswerClient(failures=10 ** 9), stop).trajectory_writer(1)
+
+
+class RecordingWriter:
+    """A trajectory writer that records how each flush was asked to wait."""
+
+    def __init__(self):
+        self.flushes = []
+        self.history = [None]
+        self.items = 0
+
+    def append(self, data):
+        del data
+
+    def create_item(self, table, priority, trajectory):
+        del table, priority, trajectory
+        self.items += 1
+
+    def flush(self, block_until_num_items=0, timeout_ms=None):
+        del timeout_ms
+        self.flushes.append((self.items, block_until_num_items))
+
+    def end_episode(self, *args, **kwargs):
+        raise AssertionError("ending the writer's episode waits for all of its items")
+
+
+class RecordingWriterClient:
+    def __init__(self, writer):
+        self._writer = writer
+
+    def trajectory_writer(self, num_keep_alive_refs):
+        del num_keep_alive_refs
+        return self._writer
+
+
+def test_an_episode_end_waits_for_earlier_episodes_items_not_its_own():
+    writer = RecordingWriter()
+    packer = ArrayPacker(reverb_adders.NStepTransitionAdder.signature(_spec()))
+    adder = NStepTransitionAdder(RecordingWriterClient(writer), TABLE, 2, DISCOUNT,
+                                 max_in_flight_items=64, packer=packer)
+    rng = np.random.default_rng(0)
+    for length in (3, 5):
+        timesteps, *_ = _episode(rng, length, 0.0)
+        adder.add_first(timesteps[0])
+        for timestep in timesteps[1:]:
+            adder.add({"net": np.zeros(AGENTS, np.int32)}, timestep)
+        # At the end: at most this episode's own `length` items may still be in flight.
+        assert writer.flushes[-1] == (writer.items, length)
+    assert writer.items == 8
+    # After each item, the writer waits only beyond `max_in_flight_items`.
+    assert all(allowed == 64 for _, allowed in writer.flushes[:2])
+    adder.flush()
+    assert writer.flushes[-1] == (8, 0)  # `flush` waits for every item.
