@@ -48,25 +48,19 @@ def test_apply_runs_a_compiled_function_on_each_dataset_traced_once():
     assert factory.made == 5
 
 
-def test_a_dataset_ending_after_the_stop_raises_program_stopping():
+@pytest.mark.parametrize("stopped_by", ["the program's stop", "stop_sampling"])
+def test_a_dataset_ending_after_a_stop_raises_program_stopping(stopped_by):
     factory = CountingFactory()
     stop = threading.Event()
     iterator = ReplayIterator(factory, stop_event=stop)
     assert int(next(iterator)) == 0
-    stop.set()
+    if stopped_by == "stop_sampling":
+        iterator.stop_sampling()
+    else:
+        stop.set()
     assert [int(next(iterator)) for _ in range(2)] == [1, 2]  # What was sampled is still served.
     with pytest.raises(ProgramStopping):
         next(iterator)
-    assert factory.made == 1  # No new dataset is built once the program stops.
-
-
-def test_stop_sampling_ends_the_iteration_at_the_next_dataset_end():
-    factory = CountingFactory()
-    stop = threading.Event()
-    iterator = ReplayIterator(factory, stop_event=stop)
-    assert int(next(iterator)) == 0
-    iterator.stop_sampling()
-    assert [int(next(iterator)) for _ in range(2)] == [1, 2]  # What was sampled is still served.
-    with pytest.raises(ProgramStopping):
-        next(iterator)
-    assert factory.made == 1 and not stop.is_set()  # The program itself goes on.
+    assert factory.made == 1  # No new dataset is built once stopped.
+    # `stop_sampling` ends this iteration only: the program itself goes on.
+    assert stop.is_set() == (stopped_by != "stop_sampling")

@@ -4,6 +4,7 @@ One replay server and one trainer are shared by the module (tracing the trainer'
 step takes several seconds); each test takes the trainer's step count as it finds it.
 """
 
+import contextlib
 import dataclasses
 import gc
 import glob
@@ -157,11 +158,13 @@ def test_a_trainer_reads_a_plain_iterator_of_samples_in_python(ctx):
         trainer.step()
 
 
-def test_a_step_waiting_for_its_batch_changes_nothing_until_it_arrives(tmp_path):
-    """A compiled step blocked on replay (through sampling timeouts and retries) has not
-    counted itself, nor copied a target network, until its batch arrives."""
+@contextlib.contextmanager
+def line_world_replay(tmp_path, **config_kwargs):
+    """(system, client, loop): a MADQN system on line_world (batch 16, no rate limit, no
+    prefetching; `config_kwargs` on top), its own Reverb server, and the loop of a random
+    executor writing to it. The server stops and the environment closes on exit."""
     config = madqn.MADQNConfig(min_replay_size=50, batch_size=16, samples_per_insert=None,
-                               target_update_period=1, prefetch_size=0, dataset_parallel_calls=1)
+                               prefetch_size=0, dataset_parallel_calls=1, **config_kwargs)
     system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
                          config=config, run_dir=str(tmp_path / "run"))
     server = reverb.Server(system.replay())
@@ -171,7 +174,17 @@ def test_a_step_waiting_for_its_batch_changes_nothing_until_it_arrives(tmp_path)
         builder = system.builder
         executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
                                          adder=builder.make_adder(client), seed=1)
-        loop = EnvironmentLoop(environment, executor)
+        yield system, client, EnvironmentLoop(environment, executor)
+    finally:
+        environment.close()
+        server.stop()
+
+
+def test_a_step_waiting_for_its_batch_changes_nothing_until_it_arrives(tmp_path):
+    """A compiled step blocked on replay (through sampling timeouts and retries) has not
+    counted itself, nor copied a target network, until its batch arrives."""
+    with line_world_replay(tmp_path, target_update_period=1) as (system, client, loop):
+        builder = system.builder
 
         def fill_replay():
             for _ in range(8):
@@ -210,9 +223,6 @@ def test_a_step_waiting_for_its_batch_changes_nothing_until_it_arrives(tmp_path)
                              targets_before)  # Copied once the batch came.
         del trainer
         gc.collect()
-    finally:
-        environment.close()
-        server.stop()
 
 
 def test_stop_training_ends_the_steps_though_replay_could_feed_more(tmp_path, monkeypatch):
@@ -222,19 +232,8 @@ def test_stop_training_ends_the_steps_though_replay_could_feed_more(tmp_path, mo
     stop = threading.Event()
     for module in (trainer_loop, replay, lifecycle):
         monkeypatch.setattr(module, "program_stop_event", lambda: stop)
-    config = madqn.MADQNConfig(min_replay_size=50, batch_size=16, samples_per_insert=None,
-                               prefetch_size=0, dataset_parallel_calls=1)
-    run_dir = str(tmp_path / "run")
-    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
-                         config=config, run_dir=run_dir)
-    server = reverb.Server(system.replay())
-    environment = system._environment_factory(evaluation=False, seed=1)
-    try:
-        client = reverb.Client(f"localhost:{server.port}")
+    with line_world_replay(tmp_path) as (system, client, loop):
         builder = system.builder
-        executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
-                                         adder=builder.make_adder(client), seed=1)
-        loop = EnvironmentLoop(environment, executor)
         for _ in range(8):
             loop.run_episode()
         networks = builder.make_networks()
@@ -263,9 +262,6 @@ def test_stop_training_ends_the_steps_though_replay_could_feed_more(tmp_path, mo
         assert restored.num_steps == stopped_at
         del trainer, restored
         gc.collect()
-    finally:
-        environment.close()
-        server.stop()
 
 
 def test_a_step_changes_the_online_network(ctx):
