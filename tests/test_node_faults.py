@@ -21,6 +21,7 @@ import time
 import psutil
 import pytest
 
+from mava_systems import allocator
 from mava_systems.components import lifecycle
 from mava_systems.components.run_directory import read_status
 import program_helpers
@@ -238,6 +239,9 @@ def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_rep
     def kill_executor(process, output):
         wait_for_rows(run_dir, "executor_0", 2, process)
         pid = wait_for_node(process.pid, "executor/0", 10)
+        for node in ("executor/0", "trainer/0", "replay/0"):
+            times[f"{node} jemalloc"] = allocator.runs_jemalloc(
+                wait_for_node(process.pid, node, 10))
         times["executor_steps"] = int(rows(run_dir, "executor_0")[-1]["executor_steps"])
         times["executor/0"] = time.time()
         kill_in_tree(process.pid, pid)
@@ -251,6 +255,8 @@ def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_rep
     first, output = run_until(command, kill_executor, lambda *_: None)
     assert_stopped_for(first, output, "trainer/0", run_dir)
     assert "restart 1 of 3 allowed" in output
+    # The nodes run with jemalloc (`--allocator` auto; Ray's wheel ships it).
+    assert all(times[f"{node} jemalloc"] for node in ("executor/0", "trainer/0", "replay/0"))
     # Executor 0 continued its count after its restart (read from the counter), never from 0.
     executor_0 = [int(row["executor_steps"]) for row in rows(run_dir, "executor_0")]
     assert executor_0[-1] > times["executor_steps"] and min(executor_0) > 0

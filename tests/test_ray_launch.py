@@ -178,6 +178,9 @@ def test_madqn_runs_on_a_local_ray_on_loopback_and_leaves_no_process(tmp_path):
     assert record["nodes"]["replay/0"][0]["address"].startswith(LOOPBACK + ":")
     assert record["restarts"] == {name: 0 for name in record["nodes"]}
     assert len(set(node_pids(record))) == 7  # One process per node.
+    # Each runs with jemalloc (`--allocator` auto: LD_PRELOAD reaches Ray's workers).
+    assert all(incarnation["jemalloc"] for incarnations in record["nodes"].values()
+               for incarnation in incarnations)
     # What the nodes served one another: variables from the trainer, counts from the counter.
     served = record["served_calls"]
     assert served["trainer/0"].get("get_variables", 0) >= 2  # Each executor's first fetch.

@@ -13,6 +13,7 @@ from absl import flags, logging
 from launchpad import address as lp_address
 import ray
 
+from mava_systems import allocator
 from mava_systems.components.lifecycle import failed_nodes_are_restarted
 # Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
 from mava_systems.ray_launch import flags as ray_flags  # noqa: F401
@@ -131,7 +132,8 @@ class NodeActor:
         self._served_calls_lock = threading.Lock()
         self.ip = ray.util.get_node_ip_address()
         info = {"pid": os.getpid(), "ip": self.ip, "group": spec.group,
-                "ray_node_id": ray.get_runtime_context().get_node_id()}
+                "ray_node_id": ray.get_runtime_context().get_node_id(),
+                "jemalloc": allocator.runs_jemalloc()}
         self.incarnation = ray.get(self._controller.register.remote(spec.name, info))
         threading.Thread(target=self._main, name=spec.name, daemon=True).start()
 

@@ -95,6 +95,8 @@ def _runtime_env(config: RayLaunchConfig) -> Dict[str, Any]:
         env_vars["PYTHONPATH"] = os.pathsep.join(
             [path for path in sys.path if path and os.path.isdir(path)]
             + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        if os.environ.get("LD_PRELOAD"):  # The allocator (mava_systems.allocator): a path here.
+            env_vars["LD_PRELOAD"] = os.environ["LD_PRELOAD"]
     env_vars.update(runtime_env.get("env_vars", {}))
     runtime_env["env_vars"] = env_vars
     return runtime_env
