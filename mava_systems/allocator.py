@@ -25,6 +25,8 @@ from typing import Iterator, Optional
 
 from absl import logging
 
+from mava_systems.node_processes import environment_variable
+
 ALLOCATORS = ("auto", "jemalloc", "system")
 DEFAULT_ALLOCATOR = "auto"
 JEMALLOC_ENV = "MAVA_JEMALLOC"  # A jemalloc shared library to use instead of the ones found.
@@ -93,15 +95,8 @@ def preloading(library: Optional[str]) -> Iterator[None]:
     if library is None:
         yield
         return
-    previous = os.environ.get(PRELOAD_ENV)
-    os.environ[PRELOAD_ENV] = with_preload(library, previous)
-    try:
+    with environment_variable(PRELOAD_ENV, with_preload(library, os.environ.get(PRELOAD_ENV))):
         yield
-    finally:
-        if previous is None:
-            os.environ.pop(PRELOAD_ENV, None)
-        else:
-            os.environ[PRELOAD_ENV] = previous
 
 
 def runs_jemalloc(pid: Optional[int] = None) -> bool:

@@ -298,21 +298,6 @@ class NodeFailure(RuntimeError):
 
 
 @contextlib.contextmanager
-def environment_variable(name: str, value: str) -> Iterator[None]:
-    """Sets the environment variable `name` (inherited by processes started meanwhile) to
-    `value`, and restores what it was at exit."""
-    previous = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = previous
-
-
-@contextlib.contextmanager
 def recording_node_failures() -> Iterator[List[str]]:
     """Collects, in the list it yields (filled at exit), what nodes that stopped the program
     because they failed reported (see `lifecycle.stop_program_after_failure`): node processes
@@ -321,7 +306,7 @@ def recording_node_failures() -> Iterator[List[str]]:
     os.close(handle)
     failures: List[str] = []
     try:
-        with environment_variable(NODE_FAILURES_FILE_ENV, path):
+        with node_processes.environment_variable(NODE_FAILURES_FILE_ENV, path):
             yield failures
     finally:
         with open(path) as failures_file:
@@ -441,7 +426,7 @@ def _launch(build: Callable[[], lp.Program], launch_type: str,
             stop_program_if_a_node_fails_to_build(program)
         # Node processes take the launcher's notice from the environment (see
         # `lifecycle.take_the_launchers_notice`).
-        with environment_variable(NODE_NOTICE_ENV, str(notice_s)):
+        with node_processes.environment_variable(NODE_NOTICE_ENV, str(notice_s)):
             if launch_type == "local_mp":
                 worker_manager = node_processes.launch(program, max_node_restarts())
             else:

@@ -29,6 +29,7 @@ reaches the launcher only (which asks each node to stop), and die with the
 launcher if it is killed (nothing is left running).
 """
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -38,7 +39,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import launchpad as lp
 from launchpad import context as lp_context
@@ -57,6 +58,21 @@ MAX_PORT_RETRIES = 3
 NODE_NAME_ENV = "MAVA_SYSTEMS_NODE"
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+@contextlib.contextmanager
+def environment_variable(name: str, value: str) -> Iterator[None]:
+    """Sets the environment variable `name` (inherited by processes started meanwhile, such as
+    node processes) to `value`, and restores what it was at exit."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
 
 
 def _node_process_setup() -> None:  # Runs in the child, between fork and exec.
