@@ -81,7 +81,9 @@ def test_loops_sharing_a_step_limit_stop_within_one_episode_each():
     assert limit <= stopped_at <= limit - 1 + 2 * episode_length
     assert stopped_at % episode_length == 0
     counts = central.get_counts()
-    assert counts["executor_0_steps"] + counts["executor_1_steps"] == stopped_at
+    # A loop may reach no episode end before the other reaches the limit (a thread starved on
+    # a busy machine): the counter then has no key of its own.
+    assert counts.get("executor_0_steps", 0) + counts.get("executor_1_steps", 0) == stopped_at
 
 
 class StateRecordingExecutor(RandomLegalExecutor):
