@@ -57,7 +57,21 @@ def with_value(name, value):
         kwargs["min_replay_size"] = 1
     if name == "sequence_length":
         kwargs["burn_in_length"] = 0
+    if name == "batch_size":
+        kwargs["transitions_per_item"] = 1  # A batch is whole items.
+    if name == "transitions_per_item":
+        # A valid batch for a valid value (an invalid one must be named itself).
+        kwargs["batch_size"] = value if type(value) is int and value > 0 else 256
     return kwargs
+
+
+def test_a_batch_must_be_whole_replay_items():
+    with pytest.raises(ValueError, match=r"batch_size \(250\) must be a multiple of "
+                                         r"transitions_per_item \(4\)"):
+        MADQNConfig(batch_size=250, transitions_per_item=4)
+    assert MADQNConfig(batch_size=250, transitions_per_item=5).transitions_per_item == 5
+    # Recurrent agents store sequences: the transitions per item play no part.
+    assert MADQNConfig(recurrent=True, batch_size=250, transitions_per_item=4).recurrent
 
 
 def test_default_config_is_valid():
@@ -262,7 +276,7 @@ def test_any_valid_replay_setting_gives_a_rate_limiter_reverb_accepts(
     """A small replay minimum with a high samples_per_insert (with recurrent agents: one
     sequence, a batch of 2) once failed with Reverb's own error about `error_buffer`, which no
     config field names; every setting the config accepts must build its table."""
-    config = MADQNConfig(recurrent=recurrent, min_replay_size=1, batch_size=2,
+    config = MADQNConfig(recurrent=recurrent, min_replay_size=1, batch_size=4,
                          sequence_batch_size=2, samples_per_insert=samples_per_insert)
     system = madqn.MADQN(line_world_factory, config=config, run_dir=tmp_run_dir)
     limiter = system.builder.make_rate_limiter()

@@ -64,7 +64,7 @@ def ctx(tmp_path_factory):
     config = madqn.MADQNConfig(
         min_replay_size=50, max_replay_size=10_000, batch_size=16, samples_per_insert=None,
         prioritized_replay=True, target_update_period=TARGET_UPDATE_PERIOD,
-        prefetch_size=0, dataset_parallel_calls=1)
+        prefetch_size=0, dataset_parallel_calls=1, transitions_per_item=1)
     system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
                          config=config, run_dir=run_dir)
     server = reverb.Server(system.replay())
@@ -402,37 +402,44 @@ def test_trainer_without_checkpointing_does_not_restore(ctx):
 # --------------------------------------------------------------------------- replay tables (no server)
 
 
+@pytest.mark.parametrize("transitions_per_item", [1, 4])
 @pytest.mark.parametrize("prioritized", [False, True])
-def test_replay_table_and_trainer_follow_prioritized_replay(tmp_run_dir, prioritized):
+def test_replay_table_and_trainer_follow_prioritized_replay(tmp_run_dir, prioritized,
+                                                            transitions_per_item):
     config = madqn.MADQNConfig(prioritized_replay=prioritized, samples_per_insert=8.0,
-                               min_replay_size=100, max_replay_size=5000, batch_size=32)
+                               min_replay_size=100, max_replay_size=5000, batch_size=32,
+                               transitions_per_item=transitions_per_item)
     system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
                          config=config, run_dir=tmp_run_dir)
     (table,) = system.replay()
     info = table.info
     assert table.name == REPLAY_TABLE
-    assert info.max_size == 5000
+    # Sizes in items of `transitions_per_item` transitions.
+    assert info.max_size == 5000 // transitions_per_item
     assert info.remover_options.fifo
     if prioritized:
         assert info.sampler_options.prioritized.priority_exponent == pytest.approx(0.6)
     else:
         assert info.sampler_options.uniform
-    # Rate limited to 8 samples per insert once 100 items are in, with a +-10% buffer.
+    # Rate limited to 8 sampled items per inserted one (so 8 samples per transition) once 100
+    # transitions are in, with a +-10% buffer.
+    items = 100 // transitions_per_item
     limiter = info.rate_limiter_info
     assert limiter.samples_per_insert == 8.0
-    assert limiter.min_size_to_sample == 100
-    assert (limiter.min_diff, limiter.max_diff) == (720.0, 880.0)
+    assert limiter.min_size_to_sample == items
+    assert (limiter.min_diff, limiter.max_diff) == pytest.approx((0.9 * 8 * items, 1.1 * 8 * items))
+    assert system.builder.batch_size == 32 // transitions_per_item
     trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()), checkpoint=False)
     expected = config.importance_sampling_exponent if prioritized else None
     assert trainer._importance_sampling_exponent == expected  # Uniform replay: no priority updates.
 
 
 def test_no_samples_per_insert_means_only_a_minimum_size(tmp_run_dir):
-    config = madqn.MADQNConfig(samples_per_insert=None, min_replay_size=10)
+    config = madqn.MADQNConfig(samples_per_insert=None, min_replay_size=10, transitions_per_item=4)
     system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
                          config=config, run_dir=tmp_run_dir)
     limiter = system.replay()[0].info.rate_limiter_info
-    assert limiter.min_size_to_sample == 10
+    assert limiter.min_size_to_sample == 3  # Items of 4 transitions holding at least 10.
     assert limiter.samples_per_insert == 1.0  # reverb's MinSize limiter.
 
 
@@ -731,3 +738,22 @@ def test_the_trainer_logs_how_long_its_steps_waited_for_batches(ctx, tmp_path, c
     waited = result["batch_wait_s"] - waited_before
     assert result["batch_wait_s"] == trainer.batch_wait_s
     assert 2 * delay_s * 0.9 <= waited <= result["step_time_s"]
+
+
+def test_items_of_several_transitions_are_weighted_and_prioritised_per_item(tmp_run_dir):
+    """Each item's importance weight applies to each of its transitions, and its new priority
+    is the highest of theirs."""
+    config = madqn.MADQNConfig(prioritized_replay=True, transitions_per_item=2, batch_size=4,
+                               importance_sampling_exponent=1.0)
+    system = madqn.MADQN(wrappers.make_environment_factory("debug/line_world_v0"),
+                         config=config, run_dir=tmp_run_dir)
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()),
+                                          checkpoint=False)
+    assert trainer.transitions_per_item == 2
+    info = reverb.SampleInfo(*[tf.constant([1, 2], tf.uint64) if name == "key" else
+                               tf.constant([0.5, 0.25], tf.float64) if name == "probability"
+                               else tf.constant([0, 0]) for name in reverb.SampleInfo._fields])
+    weights = trainer.importance_weights(reverb.ReplaySample(info=info, data=()))
+    np.testing.assert_allclose(weights.numpy(), [0.5, 0.5, 1.0, 1.0])
+    priorities = trainer.item_priorities(tf.constant([1.0, 3.0, 2.0, 0.5]))
+    np.testing.assert_allclose(priorities.numpy(), [3.0, 2.0])

@@ -6,6 +6,7 @@ import dm_env
 import numpy as np
 import pytest
 import reverb
+import tensorflow as tf
 import tree
 
 from mava_systems.components.packing import ArrayPacker
@@ -236,3 +237,56 @@ def test_an_episode_end_waits_for_earlier_episodes_items_not_its_own():
     assert all(allowed == 64 for _, allowed in writer.flushes[:2])
     adder.flush()
     assert writer.flushes[-1] == (8, 0)  # `flush` waits for every item.
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["columns", "packed"])
+def test_items_of_several_transitions_hold_consecutive_ones_across_episodes(packed):
+    """With k transitions per item, every k transitions of the stream make one item, in order,
+    whatever episode each came from; the last transitions short of k make none."""
+    per_item, n_step = 3, 3
+    transition_signature = reverb_adders.NStepTransitionAdder.signature(_spec())
+    packer = ArrayPacker(transition_signature) if packed else None
+    single = packer.signature() if packed else transition_signature
+    signature = tree.map_structure(
+        lambda spec: tf.TensorSpec([per_item, *spec.shape], spec.dtype, spec.name), single)
+    table = reverb.Table(TABLE, reverb.selectors.Fifo(), reverb.selectors.Fifo(), 10_000,
+                         reverb.rate_limiters.MinSize(1), max_times_sampled=1,
+                         signature=signature)
+    server = reverb.Server([table])
+    try:
+        adder = NStepTransitionAdder(StopAwareClient(server.localhost_client()), TABLE, n_step,
+                                     DISCOUNT, packer=packer, transitions_per_item=per_item)
+        rng = np.random.default_rng(3)
+        expected = []
+        for length in (7, 4):  # 11 transitions: 3 items, and 2 left out.
+            timesteps, observations, rewards, discounts = _episode(rng, length, 0.0)
+            adder.add_first(timesteps[0])
+            for step, timestep in enumerate(timesteps[1:]):
+                adder.add({"net": np.full(AGENTS, step, np.int32)}, timestep)
+            expected.extend(_expected(observations, rewards, discounts, n_step))
+        adder.flush()
+        client = server.localhost_client()
+        assert client.server_info()[TABLE].current_size == 3
+        items = [sample.data for sample in client.sample(
+            TABLE, num_samples=3, emit_timesteps=False, unpack_as_table_signature=True)]
+        if packed:
+            items = [tree.map_structure(lambda leaf: leaf.numpy(), packer.unpack(item))
+                     for item in items]
+        for index, item in enumerate(items):
+            for row in range(per_item):
+                observation, action, n_step_return, total_discount, next_observation = (
+                    expected[index * per_item + row])
+                np.testing.assert_array_equal(item.observation["net"][row], observation)
+                np.testing.assert_array_equal(item.action["net"][row], np.full(AGENTS, action))
+                np.testing.assert_allclose(item.reward["net"][row], n_step_return, rtol=1e-5)
+                np.testing.assert_allclose(item.discount["net"][row], total_discount, rtol=1e-6)
+                np.testing.assert_array_equal(item.next_observation["net"][row], next_observation)
+        # The third item holds the first episode's last transition and the second's first two.
+        np.testing.assert_array_equal(items[2].action["net"][:, 0], [6, 0, 1])
+    finally:
+        server.stop()
+
+
+def test_transitions_per_item_must_be_positive(server):
+    with pytest.raises(ValueError, match="transitions_per_item must be at least 1, got 0"):
+        NStepTransitionAdder(server.localhost_client(), TABLE, 3, DISCOUNT, transitions_per_item=0)

@@ -72,6 +72,12 @@ class ArrayPacker:
             parts.append(array.tobytes())
         return np.frombuffer(b"".join(parts), dtype=np.uint8)
 
+    def unpack_rows(self, packed: tf.Tensor) -> Any:
+        """Packed items `[..., num_bytes]` -> the nest with every leading dimension flattened
+        into one: leaves `[N, *shape]` (e.g. a batch of items of several transitions each
+        -> one row per transition)."""
+        return self.unpack(tf.reshape(packed, [-1, self.num_bytes]))
+
     def unpack(self, packed: tf.Tensor) -> Any:
         """Packed items `[..., num_bytes]` (any leading dimensions) -> the nest, leaves `[..., *shape]`."""
         outer = tf.shape(packed)[:-1]

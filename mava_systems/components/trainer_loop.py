@@ -67,7 +67,8 @@ def concatenate_steps(values: tf.Tensor) -> tf.Tensor:
 class TrainerLoop:
     """A trainer's node loop; subclasses supply `train_step(sample)` and `state`.
 
-    Samples are `reverb.ReplaySample`s (their `info` gives the logged replay size).
+    Samples are `reverb.ReplaySample`s (their `info` gives the logged replay size, in
+    items times `transitions_per_item`).
     With `unpack`, their data are packed replay items (see `ArrayPacker`),
     unpacked here before `train_step` sees them, inside the compiled step.
 
@@ -131,6 +132,8 @@ class TrainerLoop:
     # Fetches holding a value per sampled item (e.g. new priorities), concatenated over the
     # steps of a call like the batches' info; see `combine_steps`.
     per_item_fetches: Tuple[str, ...] = (PRIORITIES,)
+    # Steps (e.g. transitions) each replay item holds: the logged `replay_size` counts them.
+    transitions_per_item: int = 1
 
     @property
     def steps_per_call(self) -> int:
@@ -197,7 +200,7 @@ class TrainerLoop:
         counts = self._counter.increment(steps=trainer_steps - self._counted_steps)
         self._counted_steps = trainer_steps
         result = {name: float(value.numpy()) for name, value in fetches.items()}
-        result["replay_size"] = int(sample.info.table_size.numpy()[-1])
+        result["replay_size"] = int(sample.info.table_size.numpy()[-1]) * self.transitions_per_item
         result.update(complete_counts(counts))
         result["trainer_steps"] = trainer_steps
         result["step_time_s"] = time.time() - start

@@ -27,10 +27,19 @@ class NStepTransitionAdder(base.Adder):
     Every step starts exactly one transition; the last n - 1 of an episode are
     shorter.
 
+    With `transitions_per_item` k > 1, each item holds k consecutive transitions
+    of this adder's stream, stacked (leading dimension k; a packed item is
+    `[k, packer.num_bytes]`): items are created every k transitions, so an item
+    may hold the end of one episode and the start of the next (each transition
+    is complete on its own), and up to k - 1 transitions not yet in an item are
+    left out when the adder is dropped. Sampling costs per item, so a batch of
+    B transitions in B / k items samples at a fraction of the cost; the
+    transitions of an item are then sampled together.
+
     With `environment_extras`, each step also takes the environment's extras
     (e.g. `{"env_state": s}`, its global state, from `get_extras()`), and each
     item's `extras` holds them at both ends of the transition:
-    `{"env_state": s_t, "next_env_state": s_{t+n}}` (see `transition_extras_spec`). Unlike Acme's adder, each item is written whole in one append and
+    `{"env_state": s_t, "next_env_state": s_{t+n}}` (see `transition_extras_spec`). Unlike Acme's adder, each transition is written whole in one append and
     items stream to the server without a round trip each: the writer waits
     only when more than `max_in_flight_items` are unconfirmed, and at the end
     of each episode for the items of the episodes before it (not for its own:
@@ -43,9 +52,14 @@ class NStepTransitionAdder(base.Adder):
 
     def __init__(self, client: Any, table: str, n_step: int, discount: float,
                  max_in_flight_items: int = 64, priority: float = 1.0,
-                 packer: Optional[ArrayPacker] = None, environment_extras: bool = False):
+                 packer: Optional[ArrayPacker] = None, environment_extras: bool = False,
+                 transitions_per_item: int = 1):
         if n_step < 1:
             raise ValueError(f"n_step must be at least 1, got {n_step}")
+        if transitions_per_item < 1:
+            raise ValueError(f"transitions_per_item must be at least 1, got {transitions_per_item}")
+        self._transitions_per_item = transitions_per_item
+        self._transitions_outside_items = 0  # Appended since the last item was created.
         self._client = client
         self._table = table
         self._n_step = n_step
@@ -55,7 +69,7 @@ class NStepTransitionAdder(base.Adder):
         self._packer = packer
         self.stores_environment_extras = environment_extras
         self._writer: Optional[Any] = None
-        self._episode_items = 0  # Items written in the current episode.
+        self._episode_items = 0  # Items created in the current episode.
         # The current window: observations s_t .. s_{t+k}, and the k actions, rewards, discounts.
         self._observations: Deque[Any] = collections.deque()
         self._actions: Deque[Any] = collections.deque()
@@ -69,7 +83,8 @@ class NStepTransitionAdder(base.Adder):
         if not timestep.first():
             raise ValueError(f"add_first needs a first timestep, got step type {timestep.step_type}")
         if self._writer is None:
-            self._writer = self._client.trajectory_writer(num_keep_alive_refs=1)
+            self._writer = self._client.trajectory_writer(
+                num_keep_alive_refs=self._transitions_per_item)
         self.reset()
         self._observations.append(timestep.observation)
         self._add_environment_extras(environment_extras)
@@ -96,8 +111,8 @@ class NStepTransitionAdder(base.Adder):
         if next_timestep.last():
             while self._actions:
                 self._write_oldest()
-            # Items never span episodes (each is one append): the writer's episode need not
-            # end, which would wait for this episode's own items.
+            # Each transition is one append, complete on its own: the writer's episode need
+            # not end, which would wait for this episode's own items.
             self._writer.flush(self._episode_items)
             self.reset()
 
@@ -133,19 +148,24 @@ class NStepTransitionAdder(base.Adder):
         transition = types.Transition(
             observation=self._observations[0], action=self._actions[0], reward=n_step_return,
             discount=total_discount, next_observation=self._observations[steps], extras=extras)
-        if self._packer is not None:
-            self._writer.append(self._packer.pack(transition))
-            self._writer.create_item(self._table, self._priority, self._writer.history[-1])
-        else:
-            self._writer.append(transition)
-            self._writer.create_item(self._table, self._priority,
-                                     tree.map_structure(lambda column: column[-1],
-                                                        self._writer.history))
-        self._episode_items += 1
-        self._writer.flush(self._max_in_flight_items)
+        self._writer.append(transition if self._packer is None else self._packer.pack(transition))
+        self._transitions_outside_items += 1
+        if self._transitions_outside_items == self._transitions_per_item:
+            self._create_item()
         for window in self._windows():
             if window:
                 window.popleft()
+
+    def _create_item(self) -> None:
+        """Makes an item of the last `transitions_per_item` transitions appended."""
+        count = self._transitions_per_item
+        last = (lambda column: column[-1]) if count == 1 else (lambda column: column[-count:])
+        history = self._writer.history
+        self._writer.create_item(self._table, self._priority, last(history) if self._packer is not None
+                                 else tree.map_structure(last, history))
+        self._transitions_outside_items = 0
+        self._episode_items += 1
+        self._writer.flush(self._max_in_flight_items)
 
     def _cumulative(self, rewards: list, discounts: list) -> Any:
         """R and D (see the class docstring) of consecutive rewards and discounts, leaf by leaf.

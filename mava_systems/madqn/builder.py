@@ -90,16 +90,25 @@ class MADQNBuilder:
             self.environment_spec.stacked(self.stacker), self.sequence_extras_spec(),
             sequence_length=self.config.sequence_length)
 
+    @property
+    def transitions_per_item(self) -> int:
+        """Transitions per replay item (see `MADQNConfig.transitions_per_item`; 1 for a config
+        without it), or 1 with recurrent agents, whose items are sequences."""
+        return 1 if self.recurrent else int(getattr(self.config, "transitions_per_item", 1))
+
     def replay_size_in_items(self, steps: int) -> int:
-        """Replay items holding about `steps` steps: transitions, or sequences of
-        `steps_per_sequence` new steps each with recurrent agents."""
-        return max(1, -(-steps // self.config.steps_per_sequence)) if self.recurrent else steps
+        """Replay items holding about `steps` steps: items of `transitions_per_item`
+        transitions, or sequences of `steps_per_sequence` new steps each with recurrent agents."""
+        per_item = self.config.steps_per_sequence if self.recurrent else self.transitions_per_item
+        return max(1, -(-steps // per_item))
 
     @property
     def batch_size(self) -> int:
-        """Items per trainer step: `batch_size` transitions, or `sequence_batch_size` sequences."""
+        """Items per trainer step: `batch_size` transitions (in items of `transitions_per_item`),
+        or `sequence_batch_size` sequences."""
         config = self.config
-        return config.sequence_batch_size if self.recurrent else config.batch_size
+        return (config.sequence_batch_size if self.recurrent
+                else config.batch_size // self.transitions_per_item)
 
     def replay_environment_extras_spec(self) -> Mapping[str, Any]:
         """The environment extras replay items carry: with `stores_environment_extras`, all the
@@ -125,6 +134,15 @@ class MADQNBuilder:
         return reverb_adders.NStepTransitionAdder.signature(
             self.environment_spec.stacked(self.stacker),
             transition_extras_spec(extras_spec) if extras_spec else ())
+
+    def transition_item_signature(self) -> tf.TensorSpec:
+        """A stored (packed) replay item: one transition's bytes, or `[transitions_per_item,
+        bytes]` for several (see `make_transition_packer`)."""
+        packed = self.make_transition_packer().signature()
+        if self.transitions_per_item == 1:
+            return packed
+        return tf.TensorSpec([self.transitions_per_item, *packed.shape], packed.dtype,
+                             name=packed.name)
 
     def make_transition_packer(self) -> ArrayPacker:
         """Packs each replay item (see `transition_signature`) into one byte column: sampling
@@ -157,7 +175,7 @@ class MADQNBuilder:
         sampler = (reverb.selectors.Prioritized(config.priority_exponent)
                    if config.prioritized_replay else reverb.selectors.Uniform())
         signature = (self.sequence_signature() if self.recurrent
-                     else self.make_transition_packer().signature())
+                     else self.transition_item_signature())
         return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),
                              max_size=self.replay_size_in_items(config.max_replay_size),
                              rate_limiter=limiter, signature=signature)]
@@ -170,9 +188,9 @@ class MADQNBuilder:
             self.config.dataset_parallel_calls))
 
     def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
-        """How the trainer turns a batch of stored replay items into its nest (None: as stored,
-        as sequences are)."""
-        return None if self.recurrent else self.make_transition_packer().unpack
+        """How the trainer turns a batch of stored replay items into its nest of transitions
+        (None: as stored, as sequences are)."""
+        return None if self.recurrent else self.make_transition_packer().unpack_rows
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes every executor step into replay as n-step transitions, or with recurrent agents
@@ -185,7 +203,8 @@ class MADQNBuilder:
         return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
                                     n_step=self.config.n_step, discount=self.config.discount,
                                     packer=self.make_transition_packer(),
-                                    environment_extras=bool(self.replay_environment_extras_spec()))
+                                    environment_extras=bool(self.replay_environment_extras_spec()),
+                                    transitions_per_item=self.transitions_per_item)
 
     def make_variable_client(self, variable_source: Any,
                              networks: MADQNNetworks) -> variable_utils.VariableClient:
@@ -235,6 +254,7 @@ class MADQNBuilder:
                                           if config.prioritized_replay else None),
             huber_loss_parameter=config.huber_loss_parameter,
             unpack=self.unpack_replay_items(),
+            transitions_per_item=self.transitions_per_item,
             replay_client=replay_client,
             replay_table=REPLAY_TABLE,
             counter=counter,

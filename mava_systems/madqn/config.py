@@ -56,6 +56,10 @@ class MADQNConfig(RunConfig):
     priority_exponent: float = bounded(0.6, 0.0, 1.0, doc="Prioritised sampling exponent.")
     importance_sampling_exponent: float = bounded(0.2, 0.0, 1.0,
                                                   doc="Importance weight exponent.")
+    transitions_per_item: int = bounded(
+        4, 1, doc="Consecutive transitions of one executor's stream per replay item (not with "
+                  "recurrent agents, whose items are sequences): sampling cost is per item, so "
+                  "a batch of batch_size transitions samples batch_size / this items.")
     prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
     dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
 
@@ -70,6 +74,11 @@ class MADQNConfig(RunConfig):
                 f"MADQNConfig.max_replay_size ({self.max_replay_size}) must be at least "
                 f"min_replay_size ({self.min_replay_size})")
         check_sizes(self, "hidden_sizes")
+        if not self.recurrent and self.batch_size % self.transitions_per_item:
+            raise ValueError(
+                f"{type(self).__name__}.batch_size ({self.batch_size}) must be a multiple of "
+                f"transitions_per_item ({self.transitions_per_item}): a batch is whole replay "
+                "items")
         if self.sequence_length < self.burn_in_length + 2:
             raise ValueError(
                 f"{type(self).__name__}.sequence_length ({self.sequence_length}) must be at least "

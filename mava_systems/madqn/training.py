@@ -111,6 +111,7 @@ class MADQNTrainer(TrainerLoop):
         importance_sampling_exponent: Optional[float] = None,
         huber_loss_parameter: Optional[float] = 1.0,
         unpack: Optional[Callable[[tf.Tensor], acme_types.Transition]] = None,
+        transitions_per_item: int = 1,
         replay_client: Optional[reverb.Client] = None,
         replay_table: str = "priority_table",
         counter: Optional[counting.Counter] = None,
@@ -131,6 +132,7 @@ class MADQNTrainer(TrainerLoop):
         self._huber_loss_parameter = huber_loss_parameter
         self._replay_client = replay_client
         self._replay_table = replay_table
+        self.transitions_per_item = transitions_per_item
         if self._joint:
             # Sonnet's Adam update in a few operations over all the (many) variables.
             self._optimizers = {"joint": ConcatenatedAdam(learning_rate)}
@@ -225,12 +227,22 @@ class MADQNTrainer(TrainerLoop):
         return tf.abs(td_error)
 
     def importance_weights(self, sample: reverb.ReplaySample) -> tf.Tensor:
-        """[B] weights correcting prioritised sampling (max 1), or ones without it."""
+        """[B] weights of the batch's transitions correcting prioritised sampling (max 1; each
+        item's for its `transitions_per_item` transitions), or ones without it."""
+        num_items = tf.shape(sample.info.probability)[0]
         if self._importance_sampling_exponent is None:
-            return tf.ones([tf.shape(sample.info.probability)[0]], tf.float32)
+            return tf.ones([num_items * self.transitions_per_item], tf.float32)
         weights = tf.pow(1.0 / tf.cast(sample.info.probability, tf.float32),
                          self._importance_sampling_exponent)
-        return weights / tf.reduce_max(weights)
+        return tf.repeat(weights / tf.reduce_max(weights), self.transitions_per_item)
+
+    def item_priorities(self, transition_priorities: tf.Tensor) -> tf.Tensor:
+        """Each sampled item's new priority from its transitions' ([B] -> [B / k]): the
+        highest, so that an item is replayed as often as its most surprising transition."""
+        if self.transitions_per_item == 1:
+            return transition_priorities
+        return tf.reduce_max(tf.reshape(transition_priorities, [-1, self.transitions_per_item]),
+                             axis=1)
 
     @tf.function
     def _step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
@@ -239,6 +251,7 @@ class MADQNTrainer(TrainerLoop):
             fetches = self._joint_step(sample.data, weights)
         else:
             fetches = self._per_network_step(sample.data, weights)
+        fetches[PRIORITIES] = self.item_priorities(fetches[PRIORITIES])
         self.count_step(after=fetches)
         if tf.math.mod(self._num_steps, self._target_update_period) == 0:
             self._update_targets()
