@@ -197,7 +197,8 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
     # went back only to the checkpoint's (the steps after it were lost with the replay's).
     with open(os.path.join(run_dir, "checkpoints", "replay_restore.json")) as restore_file:
         restored = json.load(restore_file)
-    assert restored["checkpoint"] is not None and sum(restored["items"].values()) >= 100
+    # At least 100 transitions, in items of MADQN's default 4.
+    assert restored["checkpoint"] is not None and sum(restored["items"].values()) >= 25
     match = re.search(r"trainer: restored from checkpoint (\S+ckpt-\d+)", output)
     assert match, output[-5000:]
     restarted_at = nodes["trainer/0"][1]["started"]

@@ -161,7 +161,8 @@ class NStepTransitionAdder(base.Adder):
         count = self._transitions_per_item
         last = (lambda column: column[-1]) if count == 1 else (lambda column: column[-count:])
         history = self._writer.history
-        self._writer.create_item(self._table, self._priority, last(history) if self._packer is not None
+        self._writer.create_item(self._table, self._priority,
+                                 last(history) if self._packer is not None
                                  else tree.map_structure(last, history))
         self._transitions_outside_items = 0
         self._episode_items += 1
