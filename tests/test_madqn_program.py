@@ -230,7 +230,10 @@ def saved_replay_size(run_dir, replay_checkpoint):
 @pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
 def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, launch_type):
     run_dir = str(tmp_path / "run")
-    flags = ["--max_executor_steps=4000", "--checkpoint_interval_s=2", "--num_executors=2"]
+    # A limit the first part cannot reach before its two checkpoints (at 2,000+ steps/s it
+    # reached 4,000 first once).
+    limit_steps = 8000
+    flags = [f"--max_executor_steps={limit_steps}", "--checkpoint_interval_s=2", "--num_executors=2"]
     first_output = kill_after_checkpoints(example_command(run_dir, *flags,
                                                           launch_type=launch_type),
                                           run_dir, tmp_path / "first.log", min_steps=1200)
@@ -256,15 +259,15 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, la
     resumed_rows = read_csv(run_dir, "trainer")[trainer_rows_before:]
     program_helpers.assert_trainer_count_continues(run_dir, resumed_rows[0], status.trainer_steps)
     reached, limit = stop_count(second)
-    assert limit == 4000 and reached >= 4000
+    assert limit == limit_steps and reached >= limit_steps
     # The second part ran only the steps the first had not saved (plus the stop's overshoot).
     saved_steps = int(status.counts["executor_steps"])
     second_part_steps = sum(int(row["episode_length"]) for i in (0, 1)
                             for row in read_csv(run_dir, f"executor_{i}")[executor_rows_before[i]:])
     assert saved_steps >= 1200
     # Each executor stops within one 10-step episode of the limit. A run that restarted its
-    # count would take at least 4000 steps, far above this bound.
-    assert 4000 - saved_steps <= second_part_steps <= 4000 - 1 + 2 * 10 - saved_steps
+    # count would take at least `limit_steps` steps, far above this bound.
+    assert limit_steps - saved_steps <= second_part_steps <= limit_steps - 1 + 2 * 10 - saved_steps
     print(f"{launch_type}: executor steps lost to the kill: "
           f"{executed_before_kill - int(status.counts['executor_steps'])} "
           f"(logged {executed_before_kill}, saved {int(status.counts['executor_steps'])})")
