@@ -267,6 +267,43 @@ def test_acting_weights_follow_the_variable_client_and_episode_starts():
     assert alone.policy_version == 9
 
 
+class CountingSource(Source):
+    """A variable source that counts its fetches."""
+
+    def __init__(self, networks):
+        super().__init__(networks)
+        self.fetches = 0
+
+    def get_variables(self, names):
+        self.fetches += 1
+        return super().get_variables(names)
+
+
+def test_a_versioned_client_copies_only_variables_of_a_new_step():
+    acting, served = mappo_networks(DISCRETE, seed=0), mappo_networks(DISCRETE, seed=1)
+    source = CountingSource(served)
+    client = VersionedVariableClient(source, {
+        "agent": acting.policies["agent"].variables, POLICY_VERSION: [acting.policy_version]},
+        version_key=POLICY_VERSION)
+    weights = acting.policies["agent"].variables
+    client.update_and_wait()  # The first fetch is copied, whatever its step.
+    assert client.version == 1 and int(acting.policy_version.numpy()) == 0
+    np.testing.assert_array_equal(weights[0].numpy(), served.policies["agent"].variables[0].numpy())
+
+    weights[0].assign(weights[0] + 1.0)  # A change the source did not make (to see a copy).
+    client.update_and_wait()  # The same step: not copied again.
+    assert source.fetches == 2 and client.version == 1
+    assert not np.array_equal(weights[0].numpy(), served.policies["agent"].variables[0].numpy())
+
+    served.policy_version.assign(3)  # The source's next step: copied.
+    client.update_and_wait()
+    assert client.version == 2 and int(acting.policy_version.numpy()) == 3
+    np.testing.assert_array_equal(weights[0].numpy(), served.policies["agent"].variables[0].numpy())
+
+    with pytest.raises(ValueError, match="version_key 'missing' must name one variable"):
+        VersionedVariableClient(source, {"agent": weights}, version_key="missing")
+
+
 class OwnPolicy(snt.Module):
     """A user's policy the NumPy twins do not know."""
 

@@ -67,3 +67,39 @@ def test_tensorboard_rows_are_scalars_tagged_by_label_and_stepped_by_the_steps_k
     assert [float(tensor_util.make_ndarray(event.tensor_proto))
             for event in events.Tensors("executor_0/final")] == [0.0, 0.0, 1.0]
     assert math.isnan(float(tensor_util.make_ndarray(events.Tensors("executor_0/rate")[0].tensor_proto)))
+
+
+def test_event_records_carry_the_checksums_tensorflow_checks(tmp_path):
+    import os  # pylint: disable=import-outside-toplevel
+    import random  # pylint: disable=import-outside-toplevel
+
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow  # pylint: disable=import-outside-toplevel
+
+    from mava_systems.components import event_records  # pylint: disable=import-outside-toplevel
+
+    assert event_records.native_crc32c() is not None  # The stack's TensorFlow exports it.
+    generator = random.Random(0)
+    records = [b"", b"a", *(bytes(generator.getrandbits(8) for _ in range(length))
+                            for length in (7, 64, 1104, 5000))]
+    for record in records:
+        assert event_records.crc32c(record) == pywrap_tensorflow.crc32c(record)
+        assert event_records.masked_crc32c(record) == pywrap_tensorflow.masked_crc32c(record)
+    path = os.path.join(str(tmp_path), "records")
+    with open(path, "wb") as file:
+        writer = event_records.RecordWriter(file)
+        for record in records:
+            writer.write(record)
+    # TensorFlow's reader checks every length and data checksum.
+    assert list(tf.compat.v1.io.tf_record_iterator(path)) == records
+    with open(path, "r+b") as file:  # A flipped byte in the last record's data.
+        file.seek(-10, os.SEEK_END)
+        byte = file.read(1)
+        file.seek(-10, os.SEEK_END)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    try:
+        list(tf.compat.v1.io.tf_record_iterator(path))
+    except tf.errors.DataLossError:
+        pass
+    else:
+        raise AssertionError("a corrupted record passed TensorFlow's checksum")

@@ -15,9 +15,9 @@ import numpy as np
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.scalar import summary_v2 as scalar_summary
-from tensorboard.summary.writer.record_writer import RecordWriter
 
 from mava_systems.components.disk_space import is_disk_full, stop_for_full_disk
+from mava_systems.components.event_records import RecordWriter
 from mava_systems.progress import CLEAR_LINE, CountRate
 
 # Program-wide counts whose rates every row carries, as `<count>_per_second`.

@@ -103,7 +103,8 @@ class MAPPOBuilder(IMPALABuilder):
                               for key, critic in networks.critics.items()})
         variables[POLICY_VERSION] = [networks.policy_version]
         return VersionedVariableClient(variable_source, variables,
-                                       update_period=self.config.variable_update_period)
+                                       update_period=self.config.variable_update_period,
+                                       version_key=POLICY_VERSION)
 
     def make_trainer(self, networks: MAPPONetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,

@@ -73,10 +73,14 @@ class NumpyCategoricalHead:
     def log_prob(self, logits: np.ndarray, legal_actions: np.ndarray,
                  action: np.ndarray) -> np.ndarray:
         """log pi(action | o) per row: [B] (a log-softmax over the legal actions)."""
-        masked = numpy_mask_illegal(logits, legal_actions)
+        return self._log_prob_masked(numpy_mask_illegal(logits, legal_actions), action)
+
+    @staticmethod
+    def _log_prob_masked(masked: np.ndarray, action: np.ndarray) -> np.ndarray:
+        """The log-softmax of masked logits [B, num_actions] at each row's `action` [B]."""
         shifted = masked - masked.max(axis=-1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-        return np.take_along_axis(log_probs, action[:, None].astype(np.intp), axis=-1)[:, 0]
+        chosen = shifted[np.arange(shifted.shape[0]), action]
+        return chosen - np.log(np.exp(shifted).sum(axis=-1))
 
     def sample(self, logits: np.ndarray, legal_actions: np.ndarray,
                rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
@@ -84,10 +88,9 @@ class NumpyCategoricalHead:
         Gumbel-max trick, as `sample_action` draws them."""
         # As `generator.uniform(minval=1e-20, maxval=1.0)`: [0, 1) draws, kept above 0.
         uniform = rng.random(logits.shape, dtype=np.float32) + np.float32(1e-20)
-        gumbel = -np.log(-np.log(uniform))
-        action = np.argmax(numpy_mask_illegal(logits, legal_actions) + gumbel,
-                           axis=-1).astype(np.int32)
-        return action, self.log_prob(logits, legal_actions, action)
+        masked = numpy_mask_illegal(logits, legal_actions)
+        action = np.argmax(masked - np.log(-np.log(uniform)), axis=-1).astype(np.int32)
+        return action, self._log_prob_masked(masked, action)
 
     def greedy(self, logits: np.ndarray, legal_actions: np.ndarray) -> np.ndarray:
         """The most likely legal action of each row: [B] int32."""
