@@ -165,3 +165,89 @@ def test_a_loop_ending_at_the_stop_closes_the_writers_it_made_so_replay_stops_at
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 2.5  # Not the 5 s an open stream costs.
+
+
+class SlowCounter:
+    """A counter whose replies take `delay_s`, recording when each increment returned."""
+
+    def __init__(self, delay_s):
+        from acme.utils import counting  # pylint: disable=import-outside-toplevel
+        self._counter = counting.Counter()
+        self._delay_s = delay_s
+        self.returned_at = []
+
+    def increment(self, **counts):
+        import time  # pylint: disable=import-outside-toplevel
+        time.sleep(self._delay_s)
+        result = self._counter.increment(**{f"executor_{key}": value
+                                            for key, value in counts.items()})
+        self.returned_at.append(time.monotonic())
+        return result
+
+    def get_counts(self):
+        return self._counter.get_counts()
+
+
+class CountingExecutor(RandomLegalExecutor):
+    """Records when each episode starts and how many steps it observed."""
+
+    def __init__(self):
+        super().__init__()
+        self.started_at, self.observed, self.abandoned = [], 0, 0
+
+    def observe_first(self, timestep):
+        import time  # pylint: disable=import-outside-toplevel
+        self.started_at.append(time.monotonic())
+
+    def observe(self, actions, next_timestep):
+        self.observed += 1
+
+    def abandon_episode(self):
+        self.abandoned += 1
+
+
+class RecordingLogger:
+    def __init__(self):
+        self.rows = []
+
+    def write(self, values):
+        self.rows.append(dict(values))
+
+
+def test_counts_go_without_waiting_and_the_stop_stays_exact():
+    """The next episode starts before the counter replies; the reply read at its first step
+    stops the loop there, nothing of that episode observed."""
+    import threading  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+    counter, executor, logger = SlowCounter(delay_s=0.05), CountingExecutor(), RecordingLogger()
+    stop = threading.Event()
+    loop = EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=0),
+                           executor, counter, logger, stop_event=stop, step_limit=35)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while executor.abandoned == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # A loop that went on would play three more episodes by now.
+    assert thread.is_alive()  # Waiting for the stop at the limit.
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    # Episodes of 10 steps: counted 10, 20, 30, 40; the fifth was dropped at its first step.
+    assert [row["executor_steps"] for row in logger.rows] == [10, 20, 30, 40]
+    assert [row["episode_length"] for row in logger.rows] == [10] * 4
+    assert executor.observed == 40 and executor.abandoned == 1
+    assert len(executor.started_at) == 5
+    # Each episode started before the previous one's count came back.
+    for started, returned in zip(executor.started_at[1:], counter.returned_at):
+        assert started < returned
+
+
+def test_episodes_played_to_a_number_are_all_counted_and_logged():
+    counter, logger = SlowCounter(delay_s=0.01), RecordingLogger()
+    loop = EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=0),
+                           CountingExecutor(), counter, logger)
+    loop.run(num_episodes=3)
+    assert [row["executor_steps"] for row in logger.rows] == [10, 20, 30]
+    assert loop.run_episode()["executor_steps"] == 40

@@ -1,8 +1,10 @@
 """Runs a multi-agent environment with an executor, counting and logging each episode."""
 
+from concurrent import futures
+import queue
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Protocol, Sequence
+from typing import Any, Callable, Dict, Optional, Protocol, Sequence, Tuple
 
 from absl import logging
 from acme.utils import counting, loggers, observers as observers_lib
@@ -38,6 +40,41 @@ class EnvironmentFailure(RuntimeError):
     """The environment's `reset` or `step` raised."""
 
 
+class _LimitReached(Exception):
+    """The counts a loop read during an episode are at or past its step limit."""
+
+    def __init__(self, counts: Dict[str, Any]):
+        super().__init__(counts)
+        self.counts = counts
+
+
+class BackgroundCalls:
+    """Runs functions one after another in a daemon thread; `submit` returns each one's future.
+
+    A daemon thread, unlike `concurrent.futures`' workers (joined at exit), never
+    holds a process's exit on a call to a node that has gone.
+    """
+
+    def __init__(self, name: str):
+        self._calls: "queue.SimpleQueue[Tuple[futures.Future, Callable[[], Any]]]" = (
+            queue.SimpleQueue())
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def submit(self, function: Callable[[], Any]) -> futures.Future:
+        """Queues `function`; its future gets its result or its exception."""
+        future: futures.Future = futures.Future()
+        self._calls.put((future, function))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, function = self._calls.get()
+            try:
+                future.set_result(function())
+            except BaseException as error:  # pylint: disable=broad-except
+                future.set_exception(error)
+
+
 def environment_name(environment: Any) -> str:
     """The wrapped PettingZoo/Gymnasium environment's name, else the environment's class name."""
     metadata = getattr(getattr(environment, "environment", None), "metadata", None) or {}
@@ -68,6 +105,7 @@ class EpisodeStatistics:
         # Per agent, the steps it could act in (any legal action): all of them for agents
         # that stay in a parallel environment, its own turns in a turn-based one.
         self._lengths = [0] * len(self._agents)
+        self._end: Optional[float] = None
         self.steps = 0
 
     def before_step(self, timestep: dm_env.TimeStep) -> None:
@@ -85,9 +123,13 @@ class EpisodeStatistics:
             returns[index] += float(rewards[agent])
         self.steps += 1
 
+    def end(self) -> None:
+        """Stops the episode's clock (else `result` reads it)."""
+        self._end = time.time()
+
     def result(self, counts: Dict[str, Any]) -> Dict[str, Any]:
         """The episode's statistics row, with the program's `counts` after it."""
-        elapsed = time.time() - self._start
+        elapsed = (self._end if self._end is not None else time.time()) - self._start
         return {
             "episode_length": self.steps,
             "episode_return": float(np.sum(np.array(self._returns, np.float64))),
@@ -134,6 +176,15 @@ class EnvironmentLoop(CountedLoop):
     program stops within one episode per executor of its limit. Once the limit
     is reached the loop waits for the program to stop.
 
+    In `run`, an episode's counts go to the counter without waiting for its
+    reply: the next episode starts meanwhile, and the reply is read (and the
+    finished episode's row logged) after that episode's first environment
+    step, before the executor observes it. An episode the reply finds at or
+    past the limit is dropped there, nothing of it counted or written (the
+    executor's `abandon_episode`, if it has one, forgets it), so the stop is
+    as exact as if the loop had waited; the wait for the counter overlaps the
+    reset, the first action and the first step. `run_episode` waits.
+
     When the environment's `reset` or `step` raises, `run` logs it with the
     environment's name, drops the episode (it is not counted; the executor's
     `abandon_episode`, if it has one, forgets its unwritten steps) and starts a
@@ -162,6 +213,10 @@ class EnvironmentLoop(CountedLoop):
         self._executor = executor
         self._with_extras = bool(getattr(executor, "observes_extras", False))
         self._observers = tuple(observers)
+        self._count_sender: Optional[BackgroundCalls] = None
+        # The last finished episode whose counter reply has not been read: (reply, its row
+        # without the counts, the statistics).
+        self._unsettled: Optional[Tuple[futures.Future, Dict[str, Any], EpisodeStatistics]] = None
 
     def _extras(self) -> tuple:
         """The environment's extras as further arguments of the executor's observe calls (if it
@@ -169,10 +224,23 @@ class EnvironmentLoop(CountedLoop):
         return (self._environment.get_extras(),) if self._with_extras else ()
 
     def run_episode(self) -> Dict[str, Any]:
-        """Plays one episode and returns its statistics (also logged).
+        """Plays one episode and returns its statistics (also logged), waiting for the counter.
 
         Raises:
           ProgramStopping: when the program stops during the episode.
+        """
+        self._settle()
+        episode, extra = self._play_episode()
+        counts = self._counter.increment(episodes=1, steps=episode.steps)
+        return self._log(episode, extra, counts)
+
+    def _play_episode(self) -> Tuple[EpisodeStatistics, Dict[str, Any]]:
+        """Plays one episode: its statistics and the row values its end adds (the observers'
+        metrics, `extra_log_fn`'s). Settles the previous episode's count after the first step.
+
+        Raises:
+          ProgramStopping: when the program stops during the episode.
+          _LimitReached: when the previous episode's count reached the step limit.
         """
         timestep = self._call_environment("reset")
         self._executor.observe_first(timestep, *self._extras())
@@ -185,21 +253,50 @@ class EnvironmentLoop(CountedLoop):
             episode.before_step(timestep)
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._call_environment("step", actions)
+            if self._unsettled is not None:
+                counts = self._settle()
+                if self._limit_reached(counts):
+                    raise _LimitReached(counts)
             self._executor.observe(actions, timestep, *self._extras())
             for observer in self._observers:
                 observer.observe(self._environment, timestep, actions)
             self._executor.update()
             episode.after_step(timestep)
+        episode.end()
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
-        counts = self._counter.increment(episodes=1, steps=episode.steps)
-        result = episode.result(counts)
+        extra: Dict[str, Any] = {}
         for observer in self._observers:
-            result.update(observer.get_metrics())
+            extra.update(observer.get_metrics())
         if self._extra_log_fn is not None:
-            result.update(self._extra_log_fn())
+            extra.update(self._extra_log_fn())
+        return episode, extra
+
+    def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
+             counts: Dict[str, Any]) -> Dict[str, Any]:
+        result = episode.result(counts)
+        result.update(extra)
         self._logger.write(result)
         return result
+
+    def _send_count(self, episode: EpisodeStatistics, extra: Dict[str, Any]) -> None:
+        """Sends a finished episode's counts; its reply is read by `_settle`."""
+        if self._count_sender is None:
+            self._count_sender = BackgroundCalls("episode counts")
+        reply = self._count_sender.submit(
+            lambda: self._counter.increment(episodes=1, steps=episode.steps))
+        self._unsettled = (reply, extra, episode)
+
+    def _settle(self) -> Optional[Dict[str, Any]]:
+        """Waits for the unsettled episode's counter reply and logs its row: the counts, or None
+        if there was none."""
+        if self._unsettled is None:
+            return None
+        reply, extra, episode = self._unsettled
+        self._unsettled = None
+        counts = reply.result()
+        self._log(episode, extra, counts)
+        return counts
 
     def run(self, num_episodes: Optional[int] = None) -> None:
         """Plays episodes until `num_episodes` were played, the step limit is reached or the
@@ -214,13 +311,14 @@ class EnvironmentLoop(CountedLoop):
             counts = self._counter.get_counts() if self._step_limit is not None else {}
             while num_episodes is None or played < num_episodes:
                 if self._limit_reached(counts):
-                    logging.info("%s=%d reached the limit %d: no new episode; waiting for the "
-                                 "program to stop", self._steps_key, counts[self._steps_key],
-                                 self._step_limit)
-                    self._stop_event.wait()
+                    self._wait_at_the_limit(counts)
                     return
                 try:
-                    counts = self.run_episode()
+                    episode, extra = self._play_episode()
+                except _LimitReached as reached:
+                    self._abandon_episode()
+                    self._wait_at_the_limit(reached.counts)
+                    return
                 except EnvironmentFailure as failure:
                     failed += 1
                     self._abandon_episode()
@@ -232,11 +330,18 @@ class EnvironmentLoop(CountedLoop):
                     continue
                 failed = 0
                 played += 1
+                self._send_count(episode, extra)
+            self._settle()
         except ProgramStopping:
             pass
         finally:
             if self._stop_event.is_set():
                 close_this_threads_writers()
+
+    def _wait_at_the_limit(self, counts: Dict[str, Any]) -> None:
+        logging.info("%s=%d reached the limit %d: no new episode; waiting for the program to "
+                     "stop", self._steps_key, counts[self._steps_key], self._step_limit)
+        self._stop_event.wait()
 
     def _call_environment(self, method: str, *args: Any) -> dm_env.TimeStep:
         return call_environment(self._environment, method, *args)
