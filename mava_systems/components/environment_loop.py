@@ -56,7 +56,7 @@ class BackgroundCalls:
     """
 
     def __init__(self, name: str):
-        self._calls: "queue.SimpleQueue[Tuple[futures.Future, Callable[[], Any]]]" = (
+        self._calls: "queue.SimpleQueue[Optional[Tuple[futures.Future, Callable[[], Any]]]]" = (
             queue.SimpleQueue())
         threading.Thread(target=self._serve, name=name, daemon=True).start()
 
@@ -66,9 +66,16 @@ class BackgroundCalls:
         self._calls.put((future, function))
         return future
 
+    def close(self) -> None:
+        """Ends the thread once the calls already queued have run."""
+        self._calls.put(None)
+
     def _serve(self) -> None:
         while True:
-            future, function = self._calls.get()
+            call = self._calls.get()
+            if call is None:
+                return
+            future, function = call
             try:
                 future.set_result(function())
             except BaseException as error:  # pylint: disable=broad-except
@@ -335,6 +342,9 @@ class EnvironmentLoop(CountedLoop):
         except ProgramStopping:
             pass
         finally:
+            if self._count_sender is not None:
+                self._count_sender.close()
+                self._count_sender = None
             if self._stop_event.is_set():
                 close_this_threads_writers()
 
