@@ -18,9 +18,11 @@ FAST_CONFIG = ["--batch_size=64", "--n_step=3", "--min_replay_size=500", "--samp
 @pytest.mark.slow
 def test_dqn_learns_cartpole_checkpoints_and_resumes(tmp_path):
     run_dir = str(tmp_path / "run")
-    output = run_example(SCRIPT, run_dir, "--max_actor_steps=20000", *FAST_CONFIG)
+    # 30,000 steps: with replay items of 4 transitions, 20,000 left the greedy return at 72-88 in
+    # two runs, about the 4x-random bar below.
+    output = run_example(SCRIPT, run_dir, "--max_actor_steps=30000", *FAST_CONFIG)
     reached, limit = stop_count(output)
-    assert limit == 20000 and reached >= 20000
+    assert limit == 30000 and reached >= 30000
 
     random_return = random_policy_return("gymnasium/CartPole-v1")
     assert random_return < 30  # About 22.
@@ -37,14 +39,14 @@ def test_dqn_learns_cartpole_checkpoints_and_resumes(tmp_path):
     assert evaluation["mean_return"] > 4 * random_return, evaluation
 
     # Relaunching in the run directory resumes counts, network and optimiser.
-    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=22000", *FAST_CONFIG)
+    resumed = run_example(SCRIPT, run_dir, "--max_actor_steps=32000", *FAST_CONFIG)
     match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
                       resumed)
     assert match, resumed[-3000:]
-    assert int(match.group(1)) > 500 and int(match.group(2)) >= 20000
+    assert int(match.group(1)) > 500 and int(match.group(2)) >= 30000
     assert "trainer: restored from checkpoint" in resumed
     reached, limit = stop_count(resumed)
-    assert limit == 22000 and reached >= 22000
+    assert limit == 32000 and reached >= 32000
     # Restored, not retrained: an untrained greedy network scores about random play. (Its level
     # is checked above, over 10 episodes; one round of a policy near 4x random may fall just
     # below 4x: 88.0 against 88.8 once.)
