@@ -251,3 +251,69 @@ def test_episodes_played_to_a_number_are_all_counted_and_logged():
     loop.run(num_episodes=3)
     assert [row["executor_steps"] for row in logger.rows] == [10, 20, 30]
     assert loop.run_episode()["executor_steps"] == 40
+
+
+class SlowSteps:
+    """An environment whose steps take at least `delay_s`."""
+
+    def __init__(self, environment, delay_s):
+        self._environment = environment
+        self._delay_s = delay_s
+
+    def __getattr__(self, name):
+        return getattr(self._environment, name)
+
+    def step(self, actions):
+        import time  # pylint: disable=import-outside-toplevel
+        time.sleep(self._delay_s)
+        return self._environment.step(actions)
+
+
+class ObservedAtWriteLogger(RecordingLogger):
+    """Records how many steps `executor` had observed when each row was written."""
+
+    def __init__(self, executor):
+        super().__init__()
+        self._executor = executor
+        self.observed_at_write = []
+
+    def write(self, values):
+        super().write(values)
+        self.observed_at_write.append(self._executor.observed)
+
+
+def test_far_from_the_limit_episodes_go_on_before_the_reply_and_near_it_they_wait():
+    """A reply that takes longer than an episode's first step holds no episode while the limit
+    is more than `HEADROOM_EPISODES` episodes' steps away, and the stop is still exact."""
+    import threading  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+    executor = CountingExecutor()
+    counter, logger = SlowCounter(delay_s=0.03), ObservedAtWriteLogger(executor)
+    stop = threading.Event()
+    environment = SlowSteps(
+        wrappers.make_environment_factory("debug/line_world_v0")(seed=0), delay_s=0.01)
+    loop = EnvironmentLoop(environment, executor, counter, logger, stop_event=stop,
+                           step_limit=75)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while executor.abandoned == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert thread.is_alive()  # Waiting for the stop at the limit.
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    # Episodes of 10 steps, each reply read no earlier than 30 ms after its episode ended, so
+    # at the next episode's first step (10 ms in) only if the loop waited for it.
+    assert [row["executor_steps"] for row in logger.rows] == [10, 20, 30, 40, 50, 60, 70, 80]
+    observed_in_next_episode = [observed - row["executor_steps"] for observed, row
+                                in zip(logger.observed_at_write, logger.rows)]
+    # The first reply gives the program's rate (10 steps per episode): episodes 3 and 4 start
+    # with 20 + 10 and 30 + 10 steps known, more than 4 x 10 below 75, and go on.
+    assert observed_in_next_episode[0] == 0
+    assert all(steps >= 1 for steps in observed_in_next_episode[1:3]), observed_in_next_episode
+    # From 40 + 10 + 40 >= 75 on, each episode waits for its reply at its first step; the
+    # ninth was dropped there (the count was 80).
+    assert observed_in_next_episode[3:] == [0] * 5
+    assert executor.observed == 80 and executor.abandoned == 1

@@ -1,5 +1,6 @@
 """Runs a multi-agent environment with an executor, counting and logging each episode."""
 
+import collections
 from concurrent import futures
 import queue
 import threading
@@ -34,6 +35,12 @@ class Executor(Protocol):
 
 # Episodes in a row whose environment may fail (be dropped and restarted) before a loop gives up.
 MAX_FAILED_EPISODES = 3
+
+# A loop starts an episode before its previous count's reply has come only while the last count
+# it knows is further below the step limit than this many times the most steps the program
+# counted between two of its replies (of the last `RATE_WINDOW`).
+HEADROOM_EPISODES = 4
+RATE_WINDOW = 8
 
 
 class EnvironmentFailure(RuntimeError):
@@ -190,7 +197,15 @@ class EnvironmentLoop(CountedLoop):
     past the limit is dropped there, nothing of it counted or written (the
     executor's `abandon_episode`, if it has one, forgets it), so the stop is
     as exact as if the loop had waited; the wait for the counter overlaps the
-    reset, the first action and the first step. `run_episode` waits.
+    reset, the first action and the first step. Far from the limit the loop
+    does not wait at all: while the last count it knows, with the steps it
+    sent since, is below the limit by more than `HEADROOM_EPISODES` times the
+    most steps the program counted between two of its replies, the episode
+    goes on and the reply is read at the first step after it came (or at the
+    episode's end). So a slow counter (a Ray actor call) holds no episode
+    unless the program's rate jumps more than that within one episode; were
+    the late reply then at the limit, the episode is dropped where it is
+    (uncounted; its items already written stay in replay). `run_episode` waits.
 
     When the environment's `reset` or `step` raises, `run` logs it with the
     environment's name, drops the episode (it is not counted; the executor's
@@ -224,6 +239,8 @@ class EnvironmentLoop(CountedLoop):
         # The last finished episode whose counter reply has not been read: (reply, its row
         # without the counts, the statistics).
         self._unsettled: Optional[Tuple[futures.Future, Dict[str, Any], EpisodeStatistics]] = None
+        # The `steps_key` counts of the last replies read (and of the first `get_counts`).
+        self._known_totals: "collections.deque[int]" = collections.deque(maxlen=RATE_WINDOW + 1)
 
     def _extras(self) -> tuple:
         """The environment's extras as further arguments of the executor's observe calls (if it
@@ -260,16 +277,17 @@ class EnvironmentLoop(CountedLoop):
             episode.before_step(timestep)
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._call_environment("step", actions)
-            if self._unsettled is not None:
-                counts = self._settle()
-                if self._limit_reached(counts):
-                    raise _LimitReached(counts)
+            if self._unsettled is not None and (
+                    self._unsettled[0].done() or (episode.steps == 0 and self._reply_needed())):
+                self._settle_within_limit()
             self._executor.observe(actions, timestep, *self._extras())
             for observer in self._observers:
                 observer.observe(self._environment, timestep, actions)
             self._executor.update()
             episode.after_step(timestep)
         episode.end()
+        if self._unsettled is not None:  # The previous reply did not come during the episode.
+            self._settle_within_limit()
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         extra: Dict[str, Any] = {}
@@ -302,8 +320,29 @@ class EnvironmentLoop(CountedLoop):
         reply, extra, episode = self._unsettled
         self._unsettled = None
         counts = reply.result()
+        self._known_totals.append(counts.get(self._steps_key, 0))
         self._log(episode, extra, counts)
         return counts
+
+    def _settle_within_limit(self) -> None:
+        """`_settle`; raises `_LimitReached` if the counts it read are at the step limit."""
+        counts = self._settle()
+        if self._limit_reached(counts):
+            raise _LimitReached(counts)
+
+    def _reply_needed(self) -> bool:
+        """Whether an episode may go on only once the unsettled reply is read: the step limit
+        may be within reach of the program's steps since the last count this loop knows."""
+        if self._step_limit is None:
+            return False
+        totals = self._known_totals
+        if len(totals) < 2:
+            return True  # No rate known yet.
+        most_between_replies = max(later - earlier for earlier, later in
+                                   zip(list(totals)[:-1], list(totals)[1:]))
+        sent = self._unsettled[2].steps
+        return (totals[-1] + sent + HEADROOM_EPISODES * most_between_replies
+                >= self._step_limit)
 
     def run(self, num_episodes: Optional[int] = None) -> None:
         """Plays episodes until `num_episodes` were played, the step limit is reached or the
@@ -315,7 +354,10 @@ class EnvironmentLoop(CountedLoop):
     def _run(self, num_episodes: Optional[int]) -> None:
         played, failed = 0, 0
         try:
-            counts = self._counter.get_counts() if self._step_limit is not None else {}
+            counts = {}
+            if self._step_limit is not None:
+                counts = self._counter.get_counts()
+                self._known_totals.append(counts.get(self._steps_key, 0))
             while num_episodes is None or played < num_episodes:
                 if self._limit_reached(counts):
                     self._wait_at_the_limit(counts)
