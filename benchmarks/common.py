@@ -459,30 +459,38 @@ class ProcessTree:
             return label
         return None
 
-    def cpu_by_group(self) -> Dict[str, float]:
+    def cpu_by_group(self, node_pids: Optional[Mapping[int, str]] = None) -> Dict[str, float]:
         """User + system CPU seconds of the tree's live processes, summed per node group.
 
         Groups: each Launchpad node group of a `local_mp` program ("executor",
-        "trainer", "replay", ...); "launcher" (the root process: the launcher, its
-        progress line and log watcher); "node_output" (the per-node `sed` that
-        prefixes every line a node prints); "other" (anything else, e.g. a `local_mt` program's threads are
-        all "launcher").
+        "trainer", "replay", ...), or of a Ray program's node actors given by
+        `node_pids` ({pid: "trainer/0"}, from the launcher's `ray_nodes.json`);
+        "launcher" (the root process: the launcher, its progress line and log
+        watcher); "node_output" (the per-node `sed` that prefixes every line a
+        node prints); "ray" (Ray's own processes: GCS, raylet, agents, idle
+        workers, the launcher's controller actor); "other" (anything else, e.g. a
+        `local_mt` program's threads are all "launcher").
         """
+        node_pids = node_pids or {}
         groups: Dict[str, float] = {}
         for process in self.processes():
             try:
                 times = process.cpu_times()
                 name = process.name()
+                command = " ".join(process.cmdline()[:2])
             except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
                     self._psutil.AccessDenied):
                 continue
-            label = self.node_label(process)
+            label = node_pids.get(process.pid) or self.node_label(process)
             if process.pid == self.root.pid:
                 group = "launcher"
             elif label is not None:
                 group = label.split("/")[0]
             elif name in ("bash", "sed", "decorate_output"):
                 group = "node_output"
+            elif name.startswith("ray::") or "/ray/" in command or name in ("raylet",
+                                                                             "gcs_server"):
+                group = "ray"
             else:
                 group = "other"
             groups[group] = groups.get(group, 0.0) + (times.user + times.system

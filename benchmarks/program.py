@@ -133,13 +133,25 @@ class TrainerLog:
         return next((record for record in self.records if record[0] >= moment), self.records[-1])
 
 
-def served_calls(run_dir: str) -> Optional[Dict[str, Dict[str, int]]]:
-    """{node: {method: calls}} the nodes of a Ray run served one another (None otherwise)."""
+def _ray_record(run_dir: str) -> Dict[str, Any]:
+    """The Ray launcher's record of a run ({} if there is none, or none yet)."""
     try:
         with open(os.path.join(run_dir, RAY_RECORD_FILE)) as record_file:
-            return json.load(record_file).get("served_calls")
+            return json.load(record_file)
     except (OSError, ValueError):
-        return None
+        return {}
+
+
+def served_calls(run_dir: str) -> Optional[Dict[str, Dict[str, int]]]:
+    """{node: {method: calls}} the nodes of a Ray run served one another (None otherwise)."""
+    return _ray_record(run_dir).get("served_calls")
+
+
+def ray_node_pids(run_dir: str) -> Dict[int, str]:
+    """{pid: node} of every incarnation of a Ray run's node actors ({} for other launchers)."""
+    return {incarnation["pid"]: node
+            for node, incarnations in (_ray_record(run_dir).get("nodes") or {}).items()
+            for incarnation in incarnations if "pid" in incarnation}
 
 
 def run_once(launch_type: str, executors: int, args: Any,
@@ -182,7 +194,8 @@ def run_once(launch_type: str, executors: int, args: Any,
                 break
             if log.poll(now):
                 cpu_at_first_step = (now, cpu_tree.cpu_seconds())
-                groups_at_first_step = tree.cpu_by_group()
+                groups_at_first_step = tree.cpu_by_group(
+                    ray_node_pids(os.path.join(run_dir, "run")))
                 common.progress(f"{key}: first trainer step {now - launched:.1f} s after launch")
             if not log.records and now - launched > args.startup_timeout:
                 error = f"no trainer step within {args.startup_timeout:g} s of launch"
@@ -193,7 +206,7 @@ def run_once(launch_type: str, executors: int, args: Any,
     finally:
         stopped_at = time.monotonic()
         cpu_at_stop = cpu_tree.cpu_seconds()
-        groups_at_stop = tree.cpu_by_group()
+        groups_at_stop = tree.cpu_by_group(ray_node_pids(os.path.join(run_dir, "run")))
         stop = common.stop_example(process, tree, args.stop_timeout)
     result: Dict[str, Any] = {"stop": stop}
     if cpu_at_first_step is not None and stopped_at > cpu_at_first_step[0]:
@@ -252,7 +265,7 @@ def run_once(launch_type: str, executors: int, args: Any,
 
 # The node groups of the CPU account, in the order its table lists them.
 ACCOUNT_GROUPS = ("executor", "trainer", "replay", "evaluator", "counter", "cacher",
-                  "coordinator", "launcher", "node_output", "other")
+                  "coordinator", "launcher", "node_output", "ray", "other")
 
 
 def cpu_account(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:

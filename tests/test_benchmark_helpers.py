@@ -117,3 +117,41 @@ def test_node_processes_are_grouped_by_the_node_their_launcher_names(tmp_path):
     finally:
         tree_of.kill_leftovers()
         launcher.wait(10)
+
+
+def test_a_ray_runs_node_actors_are_grouped_by_the_pids_its_record_gives(tmp_path):
+    """On Ray the node actors carry no node name in their environment: the launcher's
+    `ray_nodes.json` maps their pids (every incarnation) to nodes."""
+    import json  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(60)"
+    launcher = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {burn!r}])\n"
+        "time.sleep(60)")])
+    tree_of = common.ProcessTree(launcher.pid)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(tree_of.processes()) < 2:
+            time.sleep(0.1)
+        child = [process.pid for process in tree_of.processes() if process.pid != launcher.pid]
+        assert len(child) == 1
+        with open(tmp_path / program.RAY_RECORD_FILE, "w") as record_file:
+            json.dump({"nodes": {"executor/0": [{"pid": 1}, {"pid": child[0], "ip": "127.0.0.1"}],
+                                 "trainer/0": [{"ip": "127.0.0.1"}]}}, record_file)
+        node_pids = program.ray_node_pids(str(tmp_path))
+        assert node_pids == {1: "executor/0", child[0]: "executor/0"}
+        groups = {}
+        while time.monotonic() < deadline and groups.get("executor", 0.0) < 0.25:
+            time.sleep(0.2)
+            groups = tree_of.cpu_by_group(node_pids)
+        assert groups["executor"] >= 0.25
+        assert set(groups) <= {"launcher", "executor"}
+        assert program.ray_node_pids(str(tmp_path / "missing")) == {}
+    finally:
+        tree_of.kill_leftovers()
+        launcher.wait(10)
