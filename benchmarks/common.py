@@ -406,18 +406,23 @@ class ProcessTree:
             self._seen.setdefault(process.pid, process)
         return found
 
-    def sample_memory(self) -> Tuple[int, int]:
-        """The tree's current summed RSS and PSS in bytes; updates the peaks.
+    def sample_memory(self, with_pss: bool = True) -> Tuple[int, int]:
+        """The tree's current summed RSS and PSS in bytes (PSS 0 without `with_pss`); updates
+        the peaks.
 
         PSS (proportional set size) shares each page among the processes mapping
         it, so unlike RSS it does not count TensorFlow's shared pages once per
-        process. Reading it (smaps) costs a little more; it is 0 where unavailable.
+        process. It is read from `/proc/<pid>/smaps_rollup` (psutil's full
+        `smaps` where there is none): the kernel walks every mapping of the
+        process for it, which for a TensorFlow process costs milliseconds of CPU,
+        so a benchmark samples it less often than RSS. It is 0 where unavailable.
         """
         rss, pss, count = 0, 0, 0
         for process in self.processes():
             try:
                 rss += process.memory_info().rss
-                pss += getattr(process.memory_full_info(), "pss", 0)
+                if with_pss:
+                    pss += self._pss_bytes(process)
                 count += 1
             except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess,
                     self._psutil.AccessDenied):
@@ -426,6 +431,21 @@ class ProcessTree:
         self.peak_pss_bytes = max(self.peak_pss_bytes, pss)
         self.max_processes = max(self.max_processes, count)
         return rss, pss
+
+    def _pss_bytes(self, process: Any) -> int:
+        """A process's proportional set size in bytes (see `sample_memory`)."""
+        try:
+            with open(f"/proc/{process.pid}/smaps_rollup") as rollup:
+                for line in rollup:
+                    if line.startswith("Pss:"):
+                        return int(line.split()[1]) * 1024  # In kB.
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{process.pid}"):
+                raise self._psutil.NoSuchProcess(process.pid) from None
+            return getattr(process.memory_full_info(), "pss", 0)  # No smaps_rollup here.
+        except (PermissionError, ProcessLookupError):
+            raise self._psutil.NoSuchProcess(process.pid) from None
+        return 0
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the tree's live processes have used (with their reaped

@@ -65,6 +65,9 @@ DEFAULT_CONFIGS = "local_mt:1,local_mt:2,local_mp:1,local_mp:2"
 LAUNCH_TYPES = ("local_mt", "local_mp", "ray")
 RAY_RECORD_FILE = "ray_nodes.json"  # mava_systems.ray_launch.RECORD_FILE, without importing Ray.
 RSS_INTERVAL_S = 0.5
+# Every this many memory samples also reads PSS (a kernel walk of every mapping of every node
+# process: tens of milliseconds of CPU a sample for a Ray program's 17 processes).
+PSS_EVERY_SAMPLES = 10
 POLL_INTERVAL_S = 0.1
 # Figures other systems also get as a ratio of MADQN's in the same configuration.
 RATIO_FIGURES = ("executor_sps", "trainer_sps", "peak_pss_mb")
@@ -180,12 +183,14 @@ def run_once(launch_type: str, executors: int, args: Any,
     groups_at_first_step: Dict[str, float] = {}  # CPU seconds per node group
     load_averages: List[float] = []  # The 1-minute load average, every RSS_INTERVAL_S
     next_rss = launched
+    memory_samples = 0
     error = None
     try:
         while True:
             now = time.monotonic()
             if now >= next_rss:
-                tree.sample_memory()
+                tree.sample_memory(with_pss=memory_samples % PSS_EVERY_SAMPLES == 0)
+                memory_samples += 1
                 if log.records:
                     load_averages.append(os.getloadavg()[0])
                 next_rss = now + RSS_INTERVAL_S

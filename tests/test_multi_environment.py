@@ -3,6 +3,7 @@ each environment's replay stream holds exactly what a separate executor with its
 write; counts and episodes per environment; exact stops; bad values refused."""
 
 import threading
+import time
 
 from acme.utils import counting
 import numpy as np
@@ -385,3 +386,82 @@ def test_the_tensorflow_path_acts_for_every_environment_in_one_compiled_call(sys
     loop = MultiEnvironmentLoop(environments, executor)
     loop.run(num_steps=3 * EPISODE_LENGTH)
     assert [row["episode_length"] for row in loop.results] == [EPISODE_LENGTH] * 3
+
+
+class BlockingCounter:
+    """A counter whose replies wait until `released` is set."""
+
+    def __init__(self):
+        self._counter = counting.Counter()
+        self.released = threading.Event()
+        self.calls = 0
+
+    def increment(self, **counts):
+        self.calls += 1
+        self.released.wait()
+        return self._counter.increment(**{f"executor_{key}": value
+                                          for key, value in counts.items()})
+
+    def get_counts(self):
+        return self._counter.get_counts()
+
+
+class RandomMultiExecutor:
+    """Random legal actions for each of `num_environments`; counts what it observed."""
+
+    observes_extras = False
+
+    def __init__(self, num_environments):
+        self.num_environments = num_environments
+        self._rng = np.random.default_rng(0)
+        self.observed = 0
+
+    def select_actions(self, observations):
+        return [{agent: int(self._rng.choice(np.flatnonzero(observation.legal_actions)))
+                 for agent, observation in per_environment.items()}
+                for per_environment in observations]
+
+    def observe_first(self, index, timestep):
+        pass
+
+    def observe(self, index, actions, next_timestep):
+        self.observed += 1
+
+    def abandon_episode(self, index):
+        pass
+
+    def update(self, wait=False):
+        pass
+
+
+class RowsLogger:
+    def __init__(self):
+        self.rows = []
+
+    def write(self, values):
+        self.rows.append(dict(values))
+
+
+def test_the_loop_steps_on_while_episode_counts_wait_for_the_counter():
+    """Without a step limit no episode waits for a reply; each row is logged, with the counts
+    after its episode, once its reply came."""
+    counter, logger = BlockingCounter(), RowsLogger()
+    executor = RandomMultiExecutor(2)
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    loop = MultiEnvironmentLoop([factory(seed=0), factory(seed=1)], executor, counter=counter,
+                                logger=logger, stop_event=threading.Event())
+    thread = threading.Thread(target=lambda: loop.run(num_steps=100))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while executor.observed < 60 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Three episodes of 10 steps per environment played, no reply came, nothing logged yet.
+    assert executor.observed >= 60
+    assert counter.calls == 1 and logger.rows == []
+    counter.released.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert executor.observed == 100
+    assert [row["executor_steps"] for row in logger.rows] == list(range(10, 101, 10))
+    assert [row["executor_episodes"] for row in logger.rows] == list(range(1, 11))
+    assert loop.results == logger.rows

@@ -5,7 +5,7 @@ from concurrent import futures
 import queue
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from absl import logging
 from acme.utils import counting, loggers, observers as observers_lib
@@ -156,8 +156,26 @@ class EpisodeStatistics:
         }
 
 
+class _SentCount(NamedTuple):
+    """A finished episode whose counts went to the counter, its reply not read yet."""
+
+    reply: futures.Future
+    episode: EpisodeStatistics
+    extra: Dict[str, Any]  # The values its row adds to the statistics and counts.
+
+
 class CountedLoop:
-    """What every environment loop shares: its counter, logger, stop event and step limit."""
+    """What every environment loop shares: its counter, logger, stop event and step limit, and
+    counting finished episodes without waiting for the counter.
+
+    `_send_count` sends an episode's counts from a background thread;
+    `_settle` reads the replies in order, logging each episode's row with the
+    counts after it. `_reply_needed` says when a loop must read them before
+    starting an episode: always without a known rate (the first two counts),
+    else only once the step limit is within `HEADROOM_EPISODES` times the most
+    steps the program counted between two replies of the last counts known
+    (with the steps sent since).
+    """
 
     def __init__(
         self,
@@ -174,9 +192,71 @@ class CountedLoop:
         self._stop_event = stop_event or program_stop_event()
         self._step_limit = step_limit
         self._steps_key = steps_key
+        self._counts: Dict[str, Any] = {}  # The last counts read.
+        self._count_sender: Optional[BackgroundCalls] = None
+        self._sent: "collections.deque[_SentCount]" = collections.deque()
+        # The `steps_key` counts of the last replies read (and of the first `get_counts`).
+        self._known_totals: "collections.deque[int]" = collections.deque(maxlen=RATE_WINDOW + 1)
 
     def _limit_reached(self, counts: Dict[str, Any]) -> bool:
         return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit
+
+    def _read_first_counts(self) -> Dict[str, Any]:
+        """The counter's counts when a run starts (with a step limit; else {})."""
+        if self._step_limit is not None:
+            self._note_counts(self._counter.get_counts())
+        return self._counts
+
+    def _note_counts(self, counts: Dict[str, Any]) -> None:
+        self._counts = counts
+        self._known_totals.append(counts.get(self._steps_key, 0))
+
+    def _send_count(self, episode: EpisodeStatistics, extra: Dict[str, Any]) -> None:
+        """Sends a finished episode's counts; its reply is read (and its row logged) by
+        `_settle`."""
+        if self._count_sender is None:
+            self._count_sender = BackgroundCalls("episode counts")
+        steps = episode.steps
+        reply = self._count_sender.submit(
+            lambda: self._counter.increment(episodes=1, steps=steps))
+        self._sent.append(_SentCount(reply, episode, extra))
+
+    def _settle(self, wait: bool = True) -> Optional[Dict[str, Any]]:
+        """Reads the replies of the episodes sent, in order (without `wait`, only those that
+        came), logging each one's row: the last counts read, None if none was."""
+        counts = None
+        while self._sent and (wait or self._sent[0].reply.done()):
+            sent = self._sent.popleft()
+            counts = sent.reply.result()
+            self._note_counts(counts)
+            self._log(sent.episode, sent.extra, counts)
+        return counts
+
+    def _reply_needed(self) -> bool:
+        """Whether a new episode may start only once the replies sent are read: the step limit
+        may be within reach of the program's steps since the last count this loop knows."""
+        if self._step_limit is None or not self._sent:
+            return False
+        totals = list(self._known_totals)
+        if len(totals) < 2:
+            return True  # No rate known yet.
+        most_between_replies = max(later - earlier for earlier, later in zip(totals, totals[1:]))
+        sent = sum(sent.episode.steps for sent in self._sent)
+        return totals[-1] + sent + HEADROOM_EPISODES * most_between_replies >= self._step_limit
+
+    def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
+             counts: Dict[str, Any]) -> Dict[str, Any]:
+        """Writes a finished episode's row (its statistics, `extra`, the counts after it)."""
+        result = episode.result(counts)
+        result.update(extra)
+        self._logger.write(result)
+        return result
+
+    def _close_count_sender(self) -> None:
+        """Ends the background thread once the counts sent have gone."""
+        if self._count_sender is not None:
+            self._count_sender.close()
+            self._count_sender = None
 
 
 class EnvironmentLoop(CountedLoop):
@@ -235,12 +315,6 @@ class EnvironmentLoop(CountedLoop):
         self._executor = executor
         self._with_extras = bool(getattr(executor, "observes_extras", False))
         self._observers = tuple(observers)
-        self._count_sender: Optional[BackgroundCalls] = None
-        # The last finished episode whose counter reply has not been read: (reply, its row
-        # without the counts, the statistics).
-        self._unsettled: Optional[Tuple[futures.Future, Dict[str, Any], EpisodeStatistics]] = None
-        # The `steps_key` counts of the last replies read (and of the first `get_counts`).
-        self._known_totals: "collections.deque[int]" = collections.deque(maxlen=RATE_WINDOW + 1)
 
     def _extras(self) -> tuple:
         """The environment's extras as further arguments of the executor's observe calls (if it
@@ -256,6 +330,7 @@ class EnvironmentLoop(CountedLoop):
         self._settle()
         episode, extra = self._play_episode()
         counts = self._counter.increment(episodes=1, steps=episode.steps)
+        self._note_counts(counts)
         return self._log(episode, extra, counts)
 
     def _play_episode(self) -> Tuple[EpisodeStatistics, Dict[str, Any]]:
@@ -277,8 +352,8 @@ class EnvironmentLoop(CountedLoop):
             episode.before_step(timestep)
             actions = self._executor.select_actions(timestep.observation)
             timestep = self._call_environment("step", actions)
-            if self._unsettled is not None and (
-                    self._unsettled[0].done() or (episode.steps == 0 and self._reply_needed())):
+            if self._sent and (self._sent[0].reply.done()
+                               or (episode.steps == 0 and self._reply_needed())):
                 self._settle_within_limit()
             self._executor.observe(actions, timestep, *self._extras())
             for observer in self._observers:
@@ -286,7 +361,7 @@ class EnvironmentLoop(CountedLoop):
             self._executor.update()
             episode.after_step(timestep)
         episode.end()
-        if self._unsettled is not None:  # The previous reply did not come during the episode.
+        if self._sent:  # The previous reply did not come during the episode.
             self._settle_within_limit()
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
@@ -297,52 +372,11 @@ class EnvironmentLoop(CountedLoop):
             extra.update(self._extra_log_fn())
         return episode, extra
 
-    def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
-             counts: Dict[str, Any]) -> Dict[str, Any]:
-        result = episode.result(counts)
-        result.update(extra)
-        self._logger.write(result)
-        return result
-
-    def _send_count(self, episode: EpisodeStatistics, extra: Dict[str, Any]) -> None:
-        """Sends a finished episode's counts; its reply is read by `_settle`."""
-        if self._count_sender is None:
-            self._count_sender = BackgroundCalls("episode counts")
-        reply = self._count_sender.submit(
-            lambda: self._counter.increment(episodes=1, steps=episode.steps))
-        self._unsettled = (reply, extra, episode)
-
-    def _settle(self) -> Optional[Dict[str, Any]]:
-        """Waits for the unsettled episode's counter reply and logs its row: the counts, or None
-        if there was none."""
-        if self._unsettled is None:
-            return None
-        reply, extra, episode = self._unsettled
-        self._unsettled = None
-        counts = reply.result()
-        self._known_totals.append(counts.get(self._steps_key, 0))
-        self._log(episode, extra, counts)
-        return counts
-
     def _settle_within_limit(self) -> None:
         """`_settle`; raises `_LimitReached` if the counts it read are at the step limit."""
         counts = self._settle()
         if self._limit_reached(counts):
             raise _LimitReached(counts)
-
-    def _reply_needed(self) -> bool:
-        """Whether an episode may go on only once the unsettled reply is read: the step limit
-        may be within reach of the program's steps since the last count this loop knows."""
-        if self._step_limit is None:
-            return False
-        totals = self._known_totals
-        if len(totals) < 2:
-            return True  # No rate known yet.
-        most_between_replies = max(later - earlier for earlier, later in
-                                   zip(list(totals)[:-1], list(totals)[1:]))
-        sent = self._unsettled[2].steps
-        return (totals[-1] + sent + HEADROOM_EPISODES * most_between_replies
-                >= self._step_limit)
 
     def run(self, num_episodes: Optional[int] = None) -> None:
         """Plays episodes until `num_episodes` were played, the step limit is reached or the
@@ -354,10 +388,7 @@ class EnvironmentLoop(CountedLoop):
     def _run(self, num_episodes: Optional[int]) -> None:
         played, failed = 0, 0
         try:
-            counts = {}
-            if self._step_limit is not None:
-                counts = self._counter.get_counts()
-                self._known_totals.append(counts.get(self._steps_key, 0))
+            counts = self._read_first_counts()
             while num_episodes is None or played < num_episodes:
                 if self._limit_reached(counts):
                     self._wait_at_the_limit(counts)
@@ -384,9 +415,7 @@ class EnvironmentLoop(CountedLoop):
         except ProgramStopping:
             pass
         finally:
-            if self._count_sender is not None:
-                self._count_sender.close()
-                self._count_sender = None
+            self._close_count_sender()
             if self._stop_event.is_set():
                 close_this_threads_writers()
 

@@ -180,6 +180,11 @@ class MultiEnvironmentLoop(CountedLoop):
     the program to stop. A failing environment drops its episode and starts
     another; `MAX_FAILED_EPISODES` failures in a row of one environment raise
     `EnvironmentFailure`.
+
+    Episode counts go to the counter without waiting for its replies (see
+    `CountedLoop`): each row is logged once its reply is read, at the start of
+    an iteration after it came, and the loop waits for the replies before
+    starting an episode only near the step limit.
     """
 
     def __init__(self, environments: Sequence[Any], executor: MultiEnvironmentExecutor,
@@ -198,7 +203,6 @@ class MultiEnvironmentLoop(CountedLoop):
         self._episodes: List[Optional[EpisodeStatistics]] = [None] * count
         self._finished = [False] * count  # No new episode: the step limit was reached.
         self._failures = [0] * count
-        self._counts: Dict[str, Any] = {}
         self.results: List[Dict[str, Any]] = []  # Every finished episode's statistics.
 
     def run(self, num_steps: Optional[int] = None) -> None:
@@ -209,19 +213,21 @@ class MultiEnvironmentLoop(CountedLoop):
     def _run(self, num_steps: Optional[int]) -> None:
         taken = 0
         try:
-            if self._step_limit is not None:
-                self._counts = self._counter.get_counts()
+            self._read_first_counts()
             while num_steps is None or taken < num_steps:
                 if not self._start_episodes():
+                    self._settle()
                     logging.info("%s=%d reached the limit %d: no new episode; waiting for the "
                                  "program to stop", self._steps_key,
                                  self._counts[self._steps_key], self._step_limit)
                     self._stop_event.wait()
                     return
                 taken += self._step_running()
+            self._settle()
         except ProgramStopping:
             pass
         finally:
+            self._close_count_sender()
             if self._stop_event.is_set():
                 close_this_threads_writers()
 
@@ -247,9 +253,12 @@ class MultiEnvironmentLoop(CountedLoop):
 
     def _start_episodes(self) -> bool:
         """Resets every environment that has no episode and may start one; whether any runs."""
+        self._settle(wait=False)
         for index, episode in enumerate(self._episodes):
             if episode is not None or self._finished[index]:
                 continue
+            if self._reply_needed():
+                self._settle()
             if self._limit_reached(self._counts):
                 self._finished[index] = True
                 continue
@@ -280,14 +289,17 @@ class MultiEnvironmentLoop(CountedLoop):
     def _end_episode(self, index: int) -> None:
         if self._stop_event.is_set():
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
-        self._counts = self._counter.increment(episodes=1, steps=self._episodes[index].steps)
-        result = self._episodes[index].result(self._counts)
-        if self._extra_log_fn is not None:
-            result.update(self._extra_log_fn())
-        self._logger.write(result)
-        self.results.append(result)
+        episode = self._episodes[index]
+        episode.end()
+        self._send_count(episode, self._extra_log_fn() if self._extra_log_fn is not None else {})
         self._episodes[index] = None
         self._failures[index] = 0
+
+    def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
+             counts: Dict[str, Any]) -> Dict[str, Any]:
+        result = super()._log(episode, extra, counts)
+        self.results.append(result)
+        return result
 
     def _failed(self, index: int, failure: EnvironmentFailure) -> None:
         """Drops environment `index`'s episode; raises after too many failures in a row."""
