@@ -8,8 +8,13 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame is imported by every
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 import pathlib  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import sysconfig  # noqa: E402
+import time  # noqa: E402
 
 from absl import flags  # noqa: E402
+import portpicker  # noqa: E402
 import pytest  # noqa: E402
 
 # Test files whose tests start Ray clusters: one worker runs them all, one at a time.
@@ -24,6 +29,57 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         name = item.path.name
         item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_TEST_FILES else name))
+
+
+# Ports a test run's servers (Courier, Reverb) get: outside the kernel's ephemeral range
+# (32768-60999 here), from which outgoing connections take their local ports.
+PORT_POOL = "15000-24999"
+# Runs portpicker's port server, which ends when the process that started it does.
+_PORT_SERVER_COMMAND = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
+def pytest_configure(config) -> None:
+    """Starts one port server for the whole test run (pytest-xdist's workers and every process
+    they start inherit its address, `PORTSERVER_ADDRESS`).
+
+    Without it, each process's portpicker asks the kernel for a free port and
+    lets it go before the server binds it; meanwhile another process, a
+    parallel test's server or any outgoing connection, can take it ("Address
+    already in use"). The port server hands each port to one process at a time,
+    from a pool no outgoing connection uses.
+    """
+    if os.environ.get("PORTSERVER_ADDRESS") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    script = os.path.join(sysconfig.get_path("scripts"), "portserver.py")
+    if not os.path.isfile(script):
+        return
+    address = f"@mava-systems-tests-{os.getpid()}"
+    server = subprocess.Popen(
+        [sys.executable, "-c", _PORT_SERVER_COMMAND, script, f"--portserver_address={address}",
+         f"--portserver_static_pool={PORT_POOL}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while server.poll() is None and time.monotonic() < deadline:
+        if portpicker.get_port_from_port_server(address):
+            os.environ["PORTSERVER_ADDRESS"] = address
+            config.stash[_PORT_SERVER] = server
+            return
+        time.sleep(0.1)
+    server.kill()  # It did not answer: each process picks its own ports, as without it.
+
+
+_PORT_SERVER = pytest.StashKey[subprocess.Popen]()
+
+
+def pytest_unconfigure(config) -> None:
+    """Stops the port server `pytest_configure` started."""
+    server = config.stash.get(_PORT_SERVER, None)
+    if server is not None:
+        server.terminate()
+        server.wait(10)
 
 
 # absl-based helpers (Launchpad, absltest) read FLAGS; pytest never parses them.

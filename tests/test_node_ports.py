@@ -167,3 +167,20 @@ def test_a_port_taken_at_both_launches_ends_the_launch_with_the_error():
     assert (f"NodeFailure: counter/0 could not listen on port {second}: another process took "
             "it after it was picked") in output, output
     assert "all counted" not in output
+
+
+def test_a_test_runs_ports_come_from_its_port_server_outside_the_ephemeral_range():
+    """conftest.py's port server: every process of a test run gets ports from one pool, none of
+    them a port an outgoing connection could hold."""
+    import portpicker  # pylint: disable=import-outside-toplevel
+
+    from conftest import PORT_POOL  # pylint: disable=import-outside-toplevel
+
+    if not os.environ.get("PORTSERVER_ADDRESS"):
+        pytest.skip("no port server in this run (portpicker's portserver.py is not installed)")
+    low, high = map(int, PORT_POOL.split("-"))
+    here = portpicker.pick_unused_port()
+    child = int(subprocess.run(
+        [sys.executable, "-c", "import portpicker; print(portpicker.pick_unused_port())"],
+        capture_output=True, text=True, check=True).stdout)
+    assert low <= here <= high and low <= child <= high and here != child
