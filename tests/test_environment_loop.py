@@ -317,3 +317,38 @@ def test_far_from_the_limit_episodes_go_on_before_the_reply_and_near_it_they_wai
     # ninth was dropped there (the count was 80).
     assert observed_in_next_episode[3:] == [0] * 5
     assert executor.observed == 80 and executor.abandoned == 1
+
+
+class HeldCounter(SlowCounter):
+    """A counter whose replies wait until `released` is set."""
+
+    def __init__(self):
+        import threading  # pylint: disable=import-outside-toplevel
+        super().__init__(delay_s=0.0)
+        self.released = threading.Event()
+
+    def increment(self, **counts):
+        self.released.wait()
+        return super().increment(**counts)
+
+
+def test_a_loop_waiting_for_a_reply_ends_when_the_program_stops():
+    """The counter may be gone at the stop: a loop waiting for its reply gives it up."""
+    import threading  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+    counter, executor, stop = HeldCounter(), CountingExecutor(), threading.Event()
+    loop = EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=0),
+                           executor, counter, RecordingLogger(), stop_event=stop)
+    thread = threading.Thread(target=lambda: loop.run(num_episodes=3))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while executor.observed < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    # The second episode ended waiting for the first one's reply (one reply outstanding at most).
+    assert executor.observed == 20 and thread.is_alive()
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    counter.released.set()

@@ -41,6 +41,8 @@ MAX_FAILED_EPISODES = 3
 # counted between two of its replies (of the last `RATE_WINDOW`).
 HEADROOM_EPISODES = 4
 RATE_WINDOW = 8
+# A loop waiting for a reply checks the program's stop event this often.
+REPLY_WAIT_SLICE_S = 0.5
 
 
 class EnvironmentFailure(RuntimeError):
@@ -223,14 +225,26 @@ class CountedLoop:
 
     def _settle(self, wait: bool = True) -> Optional[Dict[str, Any]]:
         """Reads the replies of the episodes sent, in order (without `wait`, only those that
-        came), logging each one's row: the last counts read, None if none was."""
+        came), logging each one's row: the last counts read, None if none was.
+
+        Raises:
+          ProgramStopping: when the program stops while it waits (the counter may be gone).
+        """
         counts = None
         while self._sent and (wait or self._sent[0].reply.done()):
+            counts = self._reply(self._sent[0].reply)
             sent = self._sent.popleft()
-            counts = sent.reply.result()
             self._note_counts(counts)
             self._log(sent.episode, sent.extra, counts)
         return counts
+
+    def _reply(self, reply: futures.Future) -> Dict[str, Any]:
+        while True:
+            try:
+                return reply.result(timeout=REPLY_WAIT_SLICE_S)
+            except futures.TimeoutError:
+                if self._stop_event.is_set():
+                    raise ProgramStopping() from None
 
     def _reply_needed(self) -> bool:
         """Whether a new episode may start only once the replies sent are read: the step limit
@@ -361,10 +375,10 @@ class EnvironmentLoop(CountedLoop):
             self._executor.update()
             episode.after_step(timestep)
         episode.end()
+        if self._stop_event.is_set():
+            raise ProgramStopping()  # Before the counter calls: the counter may be gone.
         if self._sent:  # The previous reply did not come during the episode.
             self._settle_within_limit()
-        if self._stop_event.is_set():
-            raise ProgramStopping()  # Before the counter call: the counter may be gone.
         extra: Dict[str, Any] = {}
         for observer in self._observers:
             extra.update(observer.get_metrics())
