@@ -223,15 +223,16 @@ class CountedLoop:
             lambda: self._counter.increment(episodes=1, steps=steps))
         self._sent.append(_SentCount(reply, episode, extra))
 
-    def _settle(self, wait: bool = True) -> Optional[Dict[str, Any]]:
-        """Reads the replies of the episodes sent, in order (without `wait`, only those that
-        came), logging each one's row: the last counts read, None if none was.
+    def _settle(self, wait: bool = True, keep: int = 0) -> Optional[Dict[str, Any]]:
+        """Reads the replies of the episodes sent, in order, until `keep` are left unread
+        (without `wait`, only those that came), logging each one's row: the last counts read,
+        None if none was.
 
         Raises:
           ProgramStopping: when the program stops while it waits (the counter may be gone).
         """
         counts = None
-        while self._sent and (wait or self._sent[0].reply.done()):
+        while len(self._sent) > keep and (wait or self._sent[0].reply.done()):
             counts = self._reply(self._sent[0].reply)
             sent = self._sent.popleft()
             self._note_counts(counts)

@@ -184,7 +184,8 @@ class MultiEnvironmentLoop(CountedLoop):
     Episode counts go to the counter without waiting for its replies (see
     `CountedLoop`): each row is logged once its reply is read, at the start of
     an iteration after it came, and the loop waits for the replies before
-    starting an episode only near the step limit.
+    starting an episode only near the step limit, or before sending more than
+    one count per environment the counter has not answered.
     """
 
     def __init__(self, environments: Sequence[Any], executor: MultiEnvironmentExecutor,
@@ -291,6 +292,7 @@ class MultiEnvironmentLoop(CountedLoop):
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         episode = self._episodes[index]
         episode.end()
+        self._settle(keep=len(self._environments) - 1)
         self._send_count(episode, self._extra_log_fn() if self._extra_log_fn is not None else {})
         self._episodes[index] = None
         self._failures[index] = 0
