@@ -32,8 +32,9 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 # Ports a test run's servers (Courier, Reverb) get: outside the kernel's ephemeral range
-# (32768-60999 here), from which outgoing connections take their local ports.
-PORT_POOL = "15000-24999"
+# (32768-60999 here), from which outgoing connections take their local ports, and outside Ray's
+# default worker ports (10002-19999).
+PORT_POOL = "20000-32000"
 # Runs portpicker's port server, which ends when the process that started it does.
 _PORT_SERVER_COMMAND = (
     "import ctypes, os, signal, sys\n"
