@@ -65,13 +65,7 @@ def main():
     b = cpu(ps); rowb = common.last_row(ex_csv); tb = time.monotonic()
     steps = common.count(rowb, "executor_steps") - common.count(rowa, "executor_steps")
     dt = tb - ta
-    labels = {}
-    for f in glob.glob(os.path.join(run_dir, "run", "**", "ray_nodes.json"), recursive=True):
-        for name, incs in json.load(open(f)).get("nodes", {}).items():
-            for inc in incs: labels[inc.get("pid")] = name
-    for pid, p in ps.items():
-        l = tree.node_label(p)
-        if l: labels[pid] = l
+    labels = label_pids()
     rows = []
     for pid in b:
         if pid in a:
