@@ -320,14 +320,16 @@ def test_far_from_the_limit_episodes_go_on_before_the_reply_and_near_it_they_wai
 
 
 class HeldCounter(SlowCounter):
-    """A counter whose replies wait until `released` is set."""
+    """A counter whose replies wait until `released` is set; `calls` counts the increments."""
 
     def __init__(self):
         import threading  # pylint: disable=import-outside-toplevel
         super().__init__(delay_s=0.0)
         self.released = threading.Event()
+        self.calls = 0
 
     def increment(self, **counts):
+        self.calls += 1
         self.released.wait()
         return super().increment(**counts)
 

@@ -21,6 +21,7 @@ from mava_systems.components.transition_adder import NStepTransitionAdder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.system import RESUME_SEED_STRIDE
 import wrappers
+from test_environment_loop import HeldCounter, RecordingLogger
 from test_recurrent import user_gru_core  # A user's recurrent core: it acts in TensorFlow.
 
 EPISODE_LENGTH = 10  # debug/line_world_v0's.
@@ -388,24 +389,6 @@ def test_the_tensorflow_path_acts_for_every_environment_in_one_compiled_call(sys
     assert [row["episode_length"] for row in loop.results] == [EPISODE_LENGTH] * 3
 
 
-class BlockingCounter:
-    """A counter whose replies wait until `released` is set."""
-
-    def __init__(self):
-        self._counter = counting.Counter()
-        self.released = threading.Event()
-        self.calls = 0
-
-    def increment(self, **counts):
-        self.calls += 1
-        self.released.wait()
-        return self._counter.increment(**{f"executor_{key}": value
-                                          for key, value in counts.items()})
-
-    def get_counts(self):
-        return self._counter.get_counts()
-
-
 class RandomMultiExecutor:
     """Random legal actions for each of `num_environments`; counts what it observed."""
 
@@ -434,18 +417,10 @@ class RandomMultiExecutor:
         pass
 
 
-class RowsLogger:
-    def __init__(self):
-        self.rows = []
-
-    def write(self, values):
-        self.rows.append(dict(values))
-
-
 def test_the_loop_steps_on_while_episode_counts_wait_for_the_counter():
     """Without a step limit no episode waits for a reply, up to one unanswered count per
     environment; each row is logged, with the counts after its episode, once its reply came."""
-    counter, logger = BlockingCounter(), RowsLogger()
+    counter, logger = HeldCounter(), RecordingLogger()
     executor = RandomMultiExecutor(2)
     factory = wrappers.make_environment_factory("debug/line_world_v0")
     loop = MultiEnvironmentLoop([factory(seed=0), factory(seed=1)], executor, counter=counter,
