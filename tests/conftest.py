@@ -32,9 +32,11 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 # Ports a test run's servers (Courier, Reverb) get: outside the kernel's ephemeral range
-# (32768-60999 here), from which outgoing connections take their local ports, and outside Ray's
-# default worker ports (10002-19999).
-PORT_POOL = "20000-32000"
+# (32768-60999 here), from which outgoing connections take their local ports, outside Ray's
+# default worker ports (10002-19999), and outside the range portpicker draws from in a process
+# without the port server (15000-24999). gRPC servers bind with SO_REUSEPORT: a port two servers
+# bind is shared silently, and a client reaches either one.
+PORT_POOL = "25000-32000"
 # Runs portpicker's port server, which ends when the process that started it does.
 _PORT_SERVER_COMMAND = (
     "import ctypes, os, signal, sys\n"
