@@ -220,9 +220,11 @@ class DistributedSystem:
     def executor_count_interval_s(self) -> float:
         """Seconds between an executor's syncs with the central counter.
 
-        With a step limit, every episode's count is sent at once: that is what
-        lets executors stop within one episode each of the limit (see
-        `EnvironmentLoop`); without one, once a second, as Acme's counters do.
+        With a step limit, every increment the loop makes is sent at once (the
+        loop itself gathers the episodes of `count_interval_s` far from the
+        limit and counts each one near it): that is what lets executors stop
+        within one episode each of the limit (see `EnvironmentLoop`); without
+        one, once a second, as Acme's counters do.
         """
         return 0.0 if self._max_executor_steps else 1.0
 

@@ -168,16 +168,18 @@ def test_a_loop_ending_at_the_stop_closes_the_writers_it_made_so_replay_stops_at
 
 
 class SlowCounter:
-    """A counter whose replies take `delay_s`, recording when each increment returned."""
+    """A counter whose replies take `delay_s`, recording each increment and when it returned."""
 
     def __init__(self, delay_s):
         from acme.utils import counting  # pylint: disable=import-outside-toplevel
         self._counter = counting.Counter()
         self._delay_s = delay_s
         self.returned_at = []
+        self.increments = []
 
     def increment(self, **counts):
         import time  # pylint: disable=import-outside-toplevel
+        self.increments.append(dict(counts))
         time.sleep(self._delay_s)
         result = self._counter.increment(**{f"executor_{key}": value
                                             for key, value in counts.items()})
@@ -354,3 +356,29 @@ def test_a_loop_waiting_for_a_reply_ends_when_the_program_stops():
     thread.join(5)
     assert not thread.is_alive()
     counter.released.set()
+
+
+@pytest.mark.parametrize("step_limit", [None, 100_000])
+def test_episodes_of_one_count_interval_go_in_one_increment_and_each_row_has_its_own_counts(
+        step_limit):
+    """Far from the limit the loop gathers episodes into increments; with a step limit each
+    increment holds at most twice the steps counted between two earlier replies (without one,
+    the interval alone decides). Every row still carries the counts after its own episode."""
+    import threading  # pylint: disable=import-outside-toplevel
+
+    counter, logger = SlowCounter(delay_s=0.0), RecordingLogger()
+    loop = EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=0),
+                           RandomLegalExecutor(), counter, logger, stop_event=threading.Event(),
+                           step_limit=step_limit)
+    loop.count_interval_s = 60.0
+    loop.run(num_episodes=40)
+    sizes = [increment["episodes"] for increment in counter.increments]
+    assert sum(sizes) == 40 and sum(increment["steps"] for increment in counter.increments) == 400
+    if step_limit is None:
+        assert sizes == [1, 39]  # The first at once, the rest at the end of the run.
+    else:
+        assert sizes[0] == 1 and len(sizes) <= 8, sizes
+        # One loop: between two of its replies the program counted exactly one increment.
+        assert all(size <= 2 * max(sizes[:index]) for index, size in enumerate(sizes) if index)
+    assert [row["executor_steps"] for row in logger.rows] == list(range(10, 401, 10))
+    assert [row["executor_episodes"] for row in logger.rows] == list(range(1, 41))

@@ -425,6 +425,7 @@ def test_the_loop_steps_on_while_episode_counts_wait_for_the_counter():
     factory = wrappers.make_environment_factory("debug/line_world_v0")
     loop = MultiEnvironmentLoop([factory(seed=0), factory(seed=1)], executor, counter=counter,
                                 logger=logger, stop_event=threading.Event())
+    loop.count_interval_s = 0.0  # Every episode's count sent as it ends.
     thread = threading.Thread(target=lambda: loop.run(num_steps=100))
     thread.start()
     deadline = time.monotonic() + 30

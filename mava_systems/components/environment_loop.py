@@ -5,7 +5,7 @@ from concurrent import futures
 import queue
 import threading
 import time
-from typing import Any, Callable, Dict, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from absl import logging
 from acme.utils import counting, loggers, observers as observers_lib
@@ -41,6 +41,14 @@ MAX_FAILED_EPISODES = 3
 # counted between two of its replies (of the last `RATE_WINDOW`).
 HEADROOM_EPISODES = 4
 RATE_WINDOW = 8
+# Far from the step limit, the episodes a loop finishes within this many seconds of its last
+# count go to the counter in one increment (a call to another node costs about a millisecond of
+# CPU on Ray, and short episodes end tens of times a second), as long as they hold fewer than
+# `BATCH_GROWTH` times the most steps the program counted between two of the loop's replies: so
+# the steps other loops hold back stay within the headroom each loop keeps for them, and
+# increments grow only as fast as the rate the loops see.
+COUNT_INTERVAL_S = 0.2
+BATCH_GROWTH = 2
 # A loop waiting for a reply checks the program's stop event this often.
 REPLY_WAIT_SLICE_S = 0.5
 
@@ -158,26 +166,40 @@ class EpisodeStatistics:
         }
 
 
-class _SentCount(NamedTuple):
-    """A finished episode whose counts went to the counter, its reply not read yet."""
+class _Finished(NamedTuple):
+    """A finished episode not yet logged."""
 
-    reply: futures.Future
     episode: EpisodeStatistics
     extra: Dict[str, Any]  # The values its row adds to the statistics and counts.
+
+
+class _SentCount(NamedTuple):
+    """Finished episodes whose counts went to the counter in one increment, its reply not read
+    yet."""
+
+    reply: futures.Future
+    finished: List[_Finished]
 
 
 class CountedLoop:
     """What every environment loop shares: its counter, logger, stop event and step limit, and
     counting finished episodes without waiting for the counter.
 
-    `_send_count` sends an episode's counts from a background thread;
+    `_count` takes a finished episode; the episodes not yet counted go to the
+    counter in one increment, from a background thread, once `count_interval_s`
+    has passed since the last one (or at once when the step limit may be near).
     `_settle` reads the replies in order, logging each episode's row with the
-    counts after it. `_reply_needed` says when a loop must read them before
+    counts after it (an increment's earlier episodes get its counts less its
+    later episodes'). `_limit_within_reach` says when a loop must count every
+    episode as it ends and, with `_reply_needed`, read the replies before
     starting an episode: always without a known rate (the first two counts),
-    else only once the step limit is within `HEADROOM_EPISODES` times the most
-    steps the program counted between two replies of the last counts known
-    (with the steps sent since).
+    else once the step limit is within `HEADROOM_EPISODES` times the most steps
+    the program counted between two replies of the last counts known (with the
+    loop's steps not known to be counted).
     """
+
+    # A class attribute, so that a loop (or a test) may count every episode at once (0).
+    count_interval_s = COUNT_INTERVAL_S
 
     def __init__(
         self,
@@ -194,8 +216,11 @@ class CountedLoop:
         self._stop_event = stop_event or program_stop_event()
         self._step_limit = step_limit
         self._steps_key = steps_key
+        self._episodes_key = steps_key[:-len("steps")] + "episodes"
         self._counts: Dict[str, Any] = {}  # The last counts read.
         self._count_sender: Optional[BackgroundCalls] = None
+        self._unsent: List[_Finished] = []
+        self._last_sent_at = -float("inf")  # time.monotonic() of the last increment sent.
         self._sent: "collections.deque[_SentCount]" = collections.deque()
         # The `steps_key` counts of the last replies read (and of the first `get_counts`).
         self._known_totals: "collections.deque[int]" = collections.deque(maxlen=RATE_WINDOW + 1)
@@ -213,15 +238,38 @@ class CountedLoop:
         self._counts = counts
         self._known_totals.append(counts.get(self._steps_key, 0))
 
-    def _send_count(self, episode: EpisodeStatistics, extra: Dict[str, Any]) -> None:
-        """Sends a finished episode's counts; its reply is read (and its row logged) by
-        `_settle`."""
+    def _count(self, episode: EpisodeStatistics, extra: Dict[str, Any],
+               max_unanswered: int = 1) -> None:
+        """Takes a finished episode: sends the counts of those not yet sent when they are due,
+        once fewer than `max_unanswered` increments await their replies."""
+        self._unsent.append(_Finished(episode, extra))
+        if self._send_due():
+            self._settle(keep=max_unanswered - 1)
+            self._send_unsent()
+
+    def _send_due(self) -> bool:
+        """Whether the episodes not yet sent should be counted now."""
+        if time.monotonic() - self._last_sent_at >= self.count_interval_s:
+            return True
+        if self._step_limit is None:
+            return False
+        most = self._most_between_replies()
+        return (most is None or self._limit_within_reach()
+                or sum(one.episode.steps for one in self._unsent) >= BATCH_GROWTH * most)
+
+    def _send_unsent(self) -> None:
+        """Sends the counts of the episodes not yet sent, in one increment; its reply is read
+        (and their rows logged) by `_settle`."""
+        if not self._unsent:
+            return
         if self._count_sender is None:
             self._count_sender = BackgroundCalls("episode counts")
-        steps = episode.steps
+        finished, self._unsent = self._unsent, []
+        episodes, steps = len(finished), sum(one.episode.steps for one in finished)
         reply = self._count_sender.submit(
-            lambda: self._counter.increment(episodes=1, steps=steps))
-        self._sent.append(_SentCount(reply, episode, extra))
+            lambda: self._counter.increment(episodes=episodes, steps=steps))
+        self._sent.append(_SentCount(reply, finished))
+        self._last_sent_at = time.monotonic()
 
     def _settle(self, wait: bool = True, keep: int = 0) -> Optional[Dict[str, Any]]:
         """Reads the replies of the episodes sent, in order, until `keep` are left unread
@@ -236,8 +284,19 @@ class CountedLoop:
             counts = self._reply(self._sent[0].reply)
             sent = self._sent.popleft()
             self._note_counts(counts)
-            self._log(sent.episode, sent.extra, counts)
+            later_steps = sum(one.episode.steps for one in sent.finished)
+            for position, one in enumerate(sent.finished):
+                later_steps -= one.episode.steps
+                later_episodes = len(sent.finished) - 1 - position
+                self._log(one.episode, one.extra, counts if not later_episodes else {
+                    **counts, self._steps_key: counts.get(self._steps_key, 0) - later_steps,
+                    self._episodes_key: counts.get(self._episodes_key, 0) - later_episodes})
         return counts
+
+    def _flush(self) -> Optional[Dict[str, Any]]:
+        """Sends the counts not yet sent and `_settle`s every reply."""
+        self._send_unsent()
+        return self._settle()
 
     def _reply(self, reply: futures.Future) -> Dict[str, Any]:
         while True:
@@ -250,14 +309,27 @@ class CountedLoop:
     def _reply_needed(self) -> bool:
         """Whether a new episode may start only once the replies sent are read: the step limit
         may be within reach of the program's steps since the last count this loop knows."""
-        if self._step_limit is None or not self._sent:
+        return bool(self._sent) and self._limit_within_reach()
+
+    def _limit_within_reach(self) -> bool:
+        """Whether the step limit may be within reach of the program's steps since the last
+        count this loop knows (no rate known yet counts as within reach)."""
+        if self._step_limit is None:
             return False
+        most = self._most_between_replies()
+        if most is None:
+            return True  # No rate known yet.
+        uncounted = (sum(one.episode.steps for sent in self._sent for one in sent.finished)
+                     + sum(one.episode.steps for one in self._unsent))
+        return self._known_totals[-1] + uncounted + HEADROOM_EPISODES * most >= self._step_limit
+
+    def _most_between_replies(self) -> Optional[int]:
+        """The most steps the program counted between two replies this loop read (of the last
+        `RATE_WINDOW`); None before two counts are known."""
         totals = list(self._known_totals)
         if len(totals) < 2:
-            return True  # No rate known yet.
-        most_between_replies = max(later - earlier for earlier, later in zip(totals, totals[1:]))
-        sent = sum(sent.episode.steps for sent in self._sent)
-        return totals[-1] + sent + HEADROOM_EPISODES * most_between_replies >= self._step_limit
+            return None
+        return max(later - earlier for earlier, later in zip(totals, totals[1:]))
 
     def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
              counts: Dict[str, Any]) -> Dict[str, Any]:
@@ -268,7 +340,10 @@ class CountedLoop:
         return result
 
     def _close_count_sender(self) -> None:
-        """Ends the background thread once the counts sent have gone."""
+        """Sends the counts not yet sent (unless the step limit was reached: see
+        `EnvironmentLoop`) and ends the background thread once they have gone."""
+        if not self._limit_reached(self._counts):
+            self._send_unsent()
         if self._count_sender is not None:
             self._count_sender.close()
             self._count_sender = None
@@ -300,7 +375,11 @@ class EnvironmentLoop(CountedLoop):
     episode's end). So a slow counter (a Ray actor call) holds no episode
     unless the program's rate jumps more than that within one episode; were
     the late reply then at the limit, the episode is dropped where it is
-    (uncounted; its items already written stay in replay). `run_episode` waits.
+    (uncounted; its items already written stay in replay). Far from the limit
+    the episodes finished within `count_interval_s` of the last count go in
+    one increment; near it each one is counted as it ends (see `CountedLoop`);
+    the episodes not yet counted when the limit is reached are dropped as well.
+    `run_episode` waits.
 
     When the environment's `reset` or `step` raises, `run` logs it with the
     environment's name, drops the episode (it is not counted; the executor's
@@ -342,7 +421,7 @@ class EnvironmentLoop(CountedLoop):
         Raises:
           ProgramStopping: when the program stops during the episode.
         """
-        self._settle()
+        self._flush()
         episode, extra = self._play_episode()
         counts = self._counter.increment(episodes=1, steps=episode.steps)
         self._note_counts(counts)
@@ -425,8 +504,8 @@ class EnvironmentLoop(CountedLoop):
                     continue
                 failed = 0
                 played += 1
-                self._send_count(episode, extra)
-            self._settle()
+                self._count(episode, extra)
+            self._flush()
         except ProgramStopping:
             pass
         finally:

@@ -224,7 +224,7 @@ class MultiEnvironmentLoop(CountedLoop):
                     self._stop_event.wait()
                     return
                 taken += self._step_running()
-            self._settle()
+            self._flush()
         except ProgramStopping:
             pass
         finally:
@@ -292,8 +292,8 @@ class MultiEnvironmentLoop(CountedLoop):
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         episode = self._episodes[index]
         episode.end()
-        self._settle(keep=len(self._environments) - 1)
-        self._send_count(episode, self._extra_log_fn() if self._extra_log_fn is not None else {})
+        self._count(episode, self._extra_log_fn() if self._extra_log_fn is not None else {},
+                    max_unanswered=len(self._environments))
         self._episodes[index] = None
         self._failures[index] = 0
 
