@@ -268,14 +268,18 @@ def test_acting_weights_follow_the_variable_client_and_episode_starts():
 
 
 class CountingSource(Source):
-    """A variable source that counts its fetches."""
+    """A variable source that counts its fetches of all the variables and of the version alone."""
 
     def __init__(self, networks):
         super().__init__(networks)
         self.fetches = 0
+        self.version_fetches = 0
 
     def get_variables(self, names):
-        self.fetches += 1
+        if list(names) == [POLICY_VERSION]:
+            self.version_fetches += 1
+        else:
+            self.fetches += 1
         return super().get_variables(names)
 
 
@@ -290,13 +294,16 @@ def test_a_versioned_client_copies_only_variables_of_a_new_step():
     assert client.version == 1 and int(acting.policy_version.numpy()) == 0
     np.testing.assert_array_equal(weights[0].numpy(), served.policies["agent"].variables[0].numpy())
 
+    assert (source.fetches, source.version_fetches) == (1, 0)
+
     weights[0].assign(weights[0] + 1.0)  # A change the source did not make (to see a copy).
-    client.update_and_wait()  # The same step: not copied again.
-    assert source.fetches == 2 and client.version == 1
+    client.update_and_wait()  # The same step: only the version fetched, nothing copied.
+    assert (source.fetches, source.version_fetches) == (1, 1) and client.version == 1
     assert not np.array_equal(weights[0].numpy(), served.policies["agent"].variables[0].numpy())
 
-    served.policy_version.assign(3)  # The source's next step: copied.
+    served.policy_version.assign(3)  # The source's next step: fetched and copied.
     client.update_and_wait()
+    assert (source.fetches, source.version_fetches) == (2, 2)
     assert client.version == 2 and int(acting.policy_version.numpy()) == 3
     np.testing.assert_array_equal(weights[0].numpy(), served.policies["agent"].variables[0].numpy())
 
