@@ -5,7 +5,7 @@ from benchmarks import common
 def main():
     launch, out, seconds = sys.argv[1], sys.argv[2], sys.argv[3]; extra = sys.argv[4:]
     run_dir = tempfile.mkdtemp(prefix=f"spy-{launch}-")
-    command = common.example_command(os.path.join(run_dir, "run"), launch, 100_000_000, ["--num_executors=1"], system_name="madqn")
+    command = common.example_command(os.path.join(run_dir, "run"), launch, 100_000_000, ["--num_executors=1"], system_name=os.environ.get("SYSTEM", "madqn"))
     process = common.start_example(command, os.path.join(run_dir, "output.log"), common.ROOT)
     tree = common.ProcessTree(process.pid)
     csv = common.node_csv(os.path.join(run_dir, "run"), "trainer")
