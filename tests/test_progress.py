@@ -129,7 +129,10 @@ def test_on_a_terminal_one_line_is_rewritten_in_place(tmp_path):
     reporter = ProgressReporter(str(tmp_path), max_steps=None, stream=stream, interval_s=0.02,
                                 is_tty=True)
     reporter.start()
-    time.sleep(0.2)
+    # At least three updates (0.02 s apart; a loaded machine may delay the reporter's thread).
+    deadline = time.monotonic() + 10
+    while stream.getvalue().count("\r\x1b[K") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
     reporter.stop()
     output = stream.getvalue()
     assert output.count("\n") == 1 and output.endswith("\n")  # Only the final line break.
