@@ -1,6 +1,7 @@
 """Context switches per second, machine-wide and per node, in a one-executor MADQN program."""
-import glob, json, os, sys, tempfile, time
+import glob, json, os, sys, time
 from benchmarks import common
+from program_start import start_training_program
 import psutil
 
 def ctxt():
@@ -9,15 +10,7 @@ def ctxt():
 
 def main():
     launch = sys.argv[1]; extra = sys.argv[2:]
-    run_dir = tempfile.mkdtemp(prefix=f"ctx-{launch}-")
-    command = common.example_command(os.path.join(run_dir, "run"), launch, 100_000_000, ["--num_executors=1", *extra], system_name="madqn")
-    process = common.start_example(command, os.path.join(run_dir, "output.log"), common.ROOT)
-    tree = common.ProcessTree(process.pid)
-    csv = common.node_csv(os.path.join(run_dir, "run"), "trainer")
-    t0 = time.monotonic()
-    while not (os.path.exists(csv) and os.path.getsize(csv) > 0):
-        if time.monotonic() - t0 > 300: raise SystemExit("no trainer step")
-        time.sleep(0.5)
+    process, tree, run_dir, csv = start_training_program(launch, flags=extra)
     time.sleep(6)
     procs = tree.processes()
     if launch == "ray":
