@@ -19,7 +19,8 @@ from absl import app, flags, logging
 import launchpad as lp
 import tensorflow as tf
 
-from mava_systems import allocator, console, node_processes, ray_launch, run_summary
+from mava_systems import allocator, console, cpu_placement, node_processes, ray_launch, \
+    run_summary
 from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
                                                StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
@@ -83,6 +84,12 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
                       "Ray on this machine): jemalloc (about a fifth less trainer CPU per step; "
                       "the library Ray's wheel ships), system (glibc's), or auto (jemalloc when "
                       "there is one). See mava_systems/allocator.py.")
+    flags.DEFINE_enum("cpu_placement", cpu_placement.DEFAULT_CPU_PLACEMENT,
+                      cpu_placement.CPU_PLACEMENTS,
+                      "Cores of the node processes the launcher starts (local_mp, a Ray it "
+                      "starts): auto puts each executor on a core of its own when there are more "
+                      "cores than executors, the other nodes on the rest; none leaves them to "
+                      "the kernel. See mava_systems/cpu_placement.py.")
     flags.DEFINE_float("progress_interval_s", None,
                        "Seconds between progress lines (default: 1, updating one line, on a "
                        "terminal; 30 otherwise; 0: no progress lines).")
@@ -412,31 +419,46 @@ def _launch(build: Callable[[], lp.Program], launch_type: str,
         FLAGS.lp_termination_notice_secs = TERMINATION_NOTICE_S
     notice_s = FLAGS["lp_termination_notice_secs"].value  # (Readable unparsed, too.)
     if launch_type == ray_launch.LAUNCH_TYPE:
-        ray_launch.launch(build(), ray_launch.config_from_flags(notice_s), record_dir=run_dir)
+        ray_launch.launch(build(), ray_launch.config_from_flags(notice_s), record_dir=run_dir,
+                          cpu_placement_mode=cpu_placement_mode())
         return None
-    with StopSignalsHeld() as signals:
-        program = build()
-        if signals.held:
-            console.say([f"Stopped by {signal.Signals(signals.held[0]).name} while the program "
-                         "was being built: nothing was launched"])
-            return None
-        kwargs: dict = {}
-        if launch_type in ("local_mp", "test_mp"):
-            kwargs["terminal"] = "current_terminal"
-            stop_program_if_a_node_fails_to_build(program)
-        # Node processes take the launcher's notice from the environment (see
-        # `lifecycle.take_the_launchers_notice`).
-        with node_processes.environment_variable(NODE_NOTICE_ENV, str(notice_s)):
-            if launch_type == "local_mp":
-                worker_manager = node_processes.launch(program, max_node_restarts())
-            else:
-                worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
-                if launch_type == "local_mt":
-                    node_processes.PatientCtrlC(worker_manager)
-    signals.deliver()
-    if worker_manager is not None:
-        worker_manager.wait()
+    with contextlib.ExitStack() as placement_reserved:
+        with StopSignalsHeld() as signals:
+            program = build()
+            if signals.held:
+                console.say([f"Stopped by {signal.Signals(signals.held[0]).name} while the "
+                             "program was being built: nothing was launched"])
+                return None
+            kwargs: dict = {}
+            if launch_type in ("local_mp", "test_mp"):
+                kwargs["terminal"] = "current_terminal"
+                stop_program_if_a_node_fails_to_build(program)
+            # Node processes take the launcher's notice from the environment (see
+            # `lifecycle.take_the_launchers_notice`).
+            with node_processes.environment_variable(NODE_NOTICE_ENV, str(notice_s)):
+                if launch_type == "local_mp":
+                    placement = placement_reserved.enter_context(cpu_placement.placing(
+                        cpu_placement.node_names(program), cpu_placement_mode()))
+                    if placement:
+                        console.say([f"CPU placement: {placement.describe()}"])
+                    worker_manager = node_processes.launch(program, max_node_restarts(),
+                                                           placement)
+                else:
+                    worker_manager = lp.launch(program, launch_type=launch_type, **kwargs)
+                    if launch_type == "local_mt":
+                        node_processes.PatientCtrlC(worker_manager)
+        signals.deliver()
+        if worker_manager is not None:
+            worker_manager.wait()
     return worker_manager if isinstance(worker_manager, node_processes.NodeSupervisor) else None
+
+
+def cpu_placement_mode() -> str:
+    """`--cpu_placement` if defined (see `define_flags`), else "none" (a program launched
+    without the example flags runs where the kernel puts it)."""
+    if "cpu_placement" in FLAGS:
+        return FLAGS.cpu_placement
+    return "none"
 
 
 def stop_program_if_a_node_fails_to_build(program: lp.Program) -> None:

@@ -33,6 +33,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import functools
 import os
 import signal
 import socket
@@ -46,7 +47,7 @@ from launchpad import context as lp_context
 from launchpad.launch import worker_manager
 import psutil
 
-from mava_systems import console
+from mava_systems import console, cpu_placement
 
 # Node groups whose nodes are started again when they die: they keep no state of their own
 # that the program needs (an executor's episode in progress is lost, its counts are not).
@@ -75,8 +76,10 @@ def environment_variable(name: str, value: str) -> Iterator[None]:
             os.environ[name] = previous
 
 
-def _node_process_setup() -> None:  # Runs in the child, between fork and exec.
+def _node_process_setup(cpus: Sequence[int] = ()) -> None:  # In the child, between fork and exec.
     os.setpgrp()
+    if cpus:
+        os.sched_setaffinity(0, cpus)
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     # As under Launchpad's own wrapper: stop signals are ignored until the node's worker
     # manager handles them (a stop during its imports comes again every second until it ends).
@@ -84,8 +87,10 @@ def _node_process_setup() -> None:  # Runs in the child, between fork and exec.
         signal.signal(number, signal.SIG_IGN)
 
 
-def _output_process_setup() -> None:
+def _output_process_setup(cpus: Sequence[int] = ()) -> None:
     os.setpgrp()  # Ends when its node's output does, not at the terminal's Ctrl-C.
+    if cpus:
+        os.sched_setaffinity(0, cpus)
 
 
 def group_of(node_name: str) -> str:
@@ -184,7 +189,8 @@ class NodeSupervisor(worker_manager.WorkerManager):
 
     def __init__(self, max_restarts: int = DEFAULT_MAX_RESTARTS,
                  say: Optional[Callable[[str], None]] = None,
-                 program_nodes: Optional[ProgramNodes] = None):
+                 program_nodes: Optional[ProgramNodes] = None,
+                 placement: Optional[cpu_placement.CpuPlacement] = None):
         super().__init__(kill_main_thread=False)
         # Launchpad gives its notice only to a process's first worker manager (a second one
         # exists when a launch is launched again: see `mava_systems.launch.launch`).
@@ -205,19 +211,23 @@ class NodeSupervisor(worker_manager.WorkerManager):
         # New ports picked for each node whose port another process took.
         self.port_retries: Dict[str, int] = {}
         self._program_nodes = program_nodes
+        self.placement = placement
         self._commands: Dict[str, NodeCommand] = {}
         self._output: List[subprocess.Popen] = []
         self._say = say or tell_user
         self.ctrl_c = PatientCtrlC(self, self._say)
 
     def start(self, node: NodeCommand) -> subprocess.Popen:
-        """Starts `node`'s process (its output prefixed with "[name] " on this one's stdout)."""
+        """Starts `node`'s process (its output prefixed with "[name] " on this one's stdout), on
+        its cores if the supervisor has a placement."""
+        cpus = self.placement.cpus_of(node.name) if self.placement else ()
+        shared = self.placement.shared if self.placement else ()
         output = subprocess.Popen(["sed", "-u", f"s!^![{node.name}] !"], stdin=subprocess.PIPE,
-                                  preexec_fn=_output_process_setup)
+                                  preexec_fn=functools.partial(_output_process_setup, shared))
         try:
             process = subprocess.Popen(node.command, env={**node.env, NODE_NAME_ENV: node.name},
-                                       stdout=output.stdin,
-                                       stderr=subprocess.STDOUT, preexec_fn=_node_process_setup)
+                                       stdout=output.stdin, stderr=subprocess.STDOUT,
+                                       preexec_fn=functools.partial(_node_process_setup, cpus))
         finally:
             output.stdin.close()
         self._output.append(output)
@@ -402,11 +412,12 @@ def tell_user(text: str) -> None:
         print(text, flush=True)
 
 
-def launch(program: lp.Program, max_restarts: int = DEFAULT_MAX_RESTARTS) -> NodeSupervisor:
-    """Starts every node of `program` in its own process, watched by the `NodeSupervisor` it
-    returns (call its `wait()`)."""
+def launch(program: lp.Program, max_restarts: int = DEFAULT_MAX_RESTARTS,
+           placement: Optional[cpu_placement.CpuPlacement] = None) -> NodeSupervisor:
+    """Starts every node of `program` in its own process (on its cores under `placement`),
+    watched by the `NodeSupervisor` it returns (call its `wait()`)."""
     program_nodes = ProgramNodes(program)
-    supervisor = NodeSupervisor(max_restarts, program_nodes=program_nodes)
+    supervisor = NodeSupervisor(max_restarts, program_nodes=program_nodes, placement=placement)
     for node in program_nodes.commands():
         supervisor.start(node)
     sys.stdout.flush()

@@ -108,3 +108,25 @@ class BrokenLoop:
             raise ValueError("loop broken on purpose")
 
         run_watched(loop, "broken loop")
+
+
+class CoresReporter:
+    """Writes the cores each thread of its process (and its parent, Ray's raylet) may run on to
+    `out_path`; with `stop`, then stops the program."""
+
+    def __init__(self, out_path, stop=False):
+        self._out_path = out_path
+        self._stop = stop
+
+    def run(self):
+        import launchpad as lp  # pylint: disable=g-import-not-at-top
+        threads = {int(entry): sorted(os.sched_getaffinity(int(entry)))
+                   for entry in os.listdir("/proc/self/task")}
+        report = {"threads": sorted(set(map(tuple, threads.values()))),
+                  "parent": sorted(os.sched_getaffinity(os.getppid()))}
+        with open(self._out_path + ".tmp", "w") as out_file:
+            json.dump(report, out_file)
+        os.replace(self._out_path + ".tmp", self._out_path)
+        if self._stop:
+            lp.stop()
+        lp.wait_for_stop()

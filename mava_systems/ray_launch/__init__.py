@@ -12,7 +12,8 @@ from mava_systems.ray_launch.flags import LAUNCH_TYPE, config_from_flags
 RECORD_FILE = "ray_nodes.json"
 
 
-def launch(program: Any, config: RayLaunchConfig = None, record_dir: str = None) -> None:
+def launch(program: Any, config: RayLaunchConfig = None, record_dir: str = None,
+           cpu_placement_mode: str = "none") -> None:
     """Runs `program` on Ray until it stops (see `mava_systems.ray_launch.launcher.launch`)."""
     from mava_systems.ray_launch import launcher  # pylint: disable=g-import-not-at-top
-    launcher.launch(program, config, record_dir)
+    launcher.launch(program, config, record_dir, cpu_placement_mode)

@@ -7,13 +7,13 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import flags, logging
 from launchpad import address as lp_address
 import ray
 
-from mava_systems import allocator
+from mava_systems import allocator, cpu_placement
 from mava_systems.components.lifecycle import failed_nodes_are_restarted
 # Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
 from mava_systems.ray_launch import flags as ray_flags  # noqa: F401
@@ -37,6 +37,8 @@ class NodeSpec:
     # The names of the nodes whose handles it holds, and the Reverb ones among them.
     uses: List[str] = dataclasses.field(default_factory=list)
     uses_reverb: List[str] = dataclasses.field(default_factory=list)
+    # The cores its process runs on (see `mava_systems.cpu_placement`); empty: anywhere.
+    cpus: Tuple[int, ...] = ()
 
     def construct(self) -> Any:
         """The node's object, its handles dereferenced (the proxies reach the other actors)."""
@@ -120,6 +122,8 @@ class NodeActor:
 
     def __init__(self, spec: NodeSpec, namespace: str, argv: Sequence[str]):
         _parse_flags(argv)
+        if spec.cpus:
+            cpu_placement.place_process(spec.cpus)
         failed_nodes_are_restarted()  # A failure restarts this actor; the program goes on.
         self._spec = spec
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=namespace)
@@ -133,7 +137,7 @@ class NodeActor:
         self.ip = ray.util.get_node_ip_address()
         info = {"pid": os.getpid(), "ip": self.ip, "group": spec.group,
                 "ray_node_id": ray.get_runtime_context().get_node_id(),
-                "jemalloc": allocator.runs_jemalloc()}
+                "jemalloc": allocator.runs_jemalloc(), "cpus": sorted(os.sched_getaffinity(0))}
         self.incarnation = ray.get(self._controller.register.remote(spec.name, info))
         threading.Thread(target=self._main, name=spec.name, daemon=True).start()
 

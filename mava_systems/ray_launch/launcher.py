@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Set
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set
 
 from absl import logging
 import launchpad as lp
@@ -27,6 +27,7 @@ from launchpad.nodes.python import node as lp_python
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from mava_systems import cpu_placement
 from mava_systems.ray_launch import RECORD_FILE
 from mava_systems.ray_launch.actors import CONTROLLER_NAME, Controller, NodeActor, NodeSpec
 from mava_systems.ray_launch.config import BUILT_IN_RESOURCES, RayLaunchConfig
@@ -107,8 +108,10 @@ def _is_loopback(address: Optional[str]) -> bool:
 
 
 @contextlib.contextmanager
-def ray_session(config: RayLaunchConfig, namespace: str) -> Iterator[None]:
-    """Connects to `config.address`, or starts a local Ray on 127.0.0.1; shuts down at the end."""
+def ray_session(config: RayLaunchConfig, namespace: str,
+                ray_cpus: Optional[Sequence[int]] = None) -> Iterator[None]:
+    """Connects to `config.address`, or starts a local Ray on 127.0.0.1 (its processes on
+    `ray_cpus`, if given); shuts down at the end."""
     if ray.is_initialized():
         raise RuntimeError("Ray is already initialized in this process; the Ray launcher "
                            "connects by itself (pass the cluster's address instead)")
@@ -117,8 +120,9 @@ def ray_session(config: RayLaunchConfig, namespace: str) -> Iterator[None]:
                                   log_to_driver=True)
     if config.address is None:
         os.environ.update(LOCAL_RAY_ENV)
-        ray.init(address="local", _node_ip_address=LOOPBACK, include_dashboard=False,
-                 num_cpus=config.num_cpus, **kwargs)
+        with cpu_placement.process_placed(ray_cpus):  # Ray's processes start from this one.
+            ray.init(address="local", _node_ip_address=LOOPBACK, include_dashboard=False,
+                     num_cpus=config.num_cpus, **kwargs)
     else:
         if _is_loopback(config.address):
             kwargs["_node_ip_address"] = LOOPBACK
@@ -388,13 +392,15 @@ class _Launch:
 
 
 def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
-           record_dir: Optional[str] = None) -> None:
+           record_dir: Optional[str] = None, cpu_placement_mode: str = "none") -> None:
     """Runs `program` on Ray until it stops, then ends every actor (and a local Ray it started).
 
     Args:
       program: the Launchpad program (Courier, Reverb and Python-class nodes).
       config: where and how to run it (default: a local Ray on 127.0.0.1).
       record_dir: where to write `ray_nodes.json`, the placement and restarts of every node.
+      cpu_placement_mode: "auto" or "none" (see `mava_systems.cpu_placement`); applies to a
+        local Ray this launch starts, not to a cluster given by address.
 
     Raises:
       ValueError: if the program or the config cannot run (before Ray starts).
@@ -403,11 +409,28 @@ def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
     """
     config = config or RayLaunchConfig()
     config.check_groups(list(program.groups))
+    cpu_placement.check_mode(cpu_placement_mode)
     namespace = f"{program.name}-{uuid.uuid4().hex[:8]}"
     specs = node_specs(program, namespace)
+    if config.address is not None:
+        cpu_placement_mode = "none"  # The cluster's machines are not this one.
+    with cpu_placement.placing([spec.name for spec in specs], cpu_placement_mode) as placement:
+        if placement:
+            print(f"Ray launcher: CPU placement: {placement.describe()}", flush=True)
+        for spec in specs:
+            spec.cpus = placement.cpus_of(spec.name) if placement else ()
+        failure = _run(specs, config, namespace, record_dir,
+                       placement.shared if placement else None)
+    if failure:
+        raise RayLaunchError(failure)
+
+
+def _run(specs: List[NodeSpec], config: RayLaunchConfig, namespace: str,
+         record_dir: Optional[str], ray_cpus: Optional[Sequence[int]]) -> Optional[str]:
+    """Runs the nodes of `specs` until the program stops; returns why it failed, or None."""
     failure = None
     # After `ray.init`, which sets its own SIGTERM handler (an immediate exit).
-    with ray_session(config, namespace), stop_signals_raise() as signals_received:
+    with ray_session(config, namespace, ray_cpus), stop_signals_raise() as signals_received:
         run = _Launch(specs, config, namespace, record_dir)
         try:
             run.start()
@@ -420,5 +443,4 @@ def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
             run.stop()
         finally:
             run.end()
-    if failure:
-        raise RayLaunchError(failure)
+    return failure
