@@ -93,11 +93,6 @@ def _output_process_setup(cpus: Sequence[int] = ()) -> None:
         os.sched_setaffinity(0, cpus)
 
 
-def group_of(node_name: str) -> str:
-    """"executor" for "executor/0"."""
-    return node_name.rsplit("/", 1)[0]
-
-
 def exit_description(returncode: int) -> str:
     """How a process ended, e.g. "killed by SIGKILL" or "exited with status 1"."""
     if returncode < 0:
@@ -179,7 +174,7 @@ class ProgramNodes:
         keep theirs: their running processes read the same addresses from their own files)."""
         for address in self._nodes[name].addresses:
             address.bind(lp.SimpleLocalAddressBuilder())
-        return next(command for command in self.commands(group_of(name))
+        return next(command for command in self.commands(cpu_placement.group_of(name))
                     if command.name == name)
 
 
@@ -289,7 +284,7 @@ class NodeSupervisor(worker_manager.WorkerManager):
         if self.stopping:
             return
         how = exit_description(returncode)
-        if returncode < 0 and group_of(name) in RESTARTED_GROUPS \
+        if returncode < 0 and cpu_placement.group_of(name) in RESTARTED_GROUPS \
                 and self.restarts[name] < self.max_restarts:
             self.restarts[name] += 1
             self.deaths.append((name, time.time(), how, "restarted"))
@@ -300,11 +295,11 @@ class NodeSupervisor(worker_manager.WorkerManager):
             return
         if returncode > 0:
             reason = "it failed"
-        elif group_of(name) in RESTARTED_GROUPS:
+        elif cpu_placement.group_of(name) in RESTARTED_GROUPS:
             reason = (f"it was restarted {self.restarts[name]} time(s) already, as many as "
                       "--max_node_restarts allows")
         else:
-            reason = f"a {group_of(name)} node is not restarted"
+            reason = f"a {cpu_placement.group_of(name)} node is not restarted"
         self.deaths.append((name, time.time(), how, "stopped the run"))
         (self.exit_failures if returncode > 0 else self.failures).append(f"{name} {how}")
         self._say(f"error: {name} {how} at {clock}; {reason}: stopping the run (the other "
