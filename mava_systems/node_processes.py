@@ -76,11 +76,16 @@ def environment_variable(name: str, value: str) -> Iterator[None]:
             os.environ[name] = previous
 
 
-def _node_process_setup(cpus: Sequence[int] = ()) -> None:  # In the child, between fork and exec.
+def _node_process_setup(launcher_pid: int, cpus: Sequence[int] = ()) -> None:
+    # In the child, between fork and exec.
     os.setpgrp()
     if cpus:
         os.sched_setaffinity(0, cpus)
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != launcher_pid:
+        # The launcher died before the death signal was set: no node outlives it (its
+        # ports, no longer reserved, would be handed to other processes).
+        os._exit(1)
     # As under Launchpad's own wrapper: stop signals are ignored until the node's worker
     # manager handles them (a stop during its imports comes again every second until it ends).
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
@@ -222,7 +227,7 @@ class NodeSupervisor(worker_manager.WorkerManager):
         try:
             process = subprocess.Popen(node.command, env={**node.env, NODE_NAME_ENV: node.name},
                                        stdout=output.stdin, stderr=subprocess.STDOUT,
-                                       preexec_fn=functools.partial(_node_process_setup, cpus))
+                                       preexec_fn=functools.partial(_node_process_setup, os.getpid(), cpus))
         finally:
             output.stdin.close()
         self._output.append(output)

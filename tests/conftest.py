@@ -12,6 +12,8 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import sysconfig  # noqa: E402
 import time  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
 
 from absl import flags  # noqa: E402
 import portpicker  # noqa: E402
@@ -75,6 +77,24 @@ def pytest_configure(config) -> None:
 
 
 _PORT_SERVER = pytest.StashKey[subprocess.Popen]()
+
+
+def _forget_returned_port(port: int) -> None:
+    """Stands in for `portpicker.return_port` in test processes: the port is not handed out again.
+
+    Reverb's `Server` returns its port when it is garbage-collected, and portpicker gives a
+    returned port to the next server of the same process without checking that it is free;
+    a CI run's in-process MADDPG replay once shared its port with a recurrent system's replay
+    still serving in the same test process (gRPC binds with SO_REUSEPORT, so nothing fails
+    until a client reads the other server's table). Without the reuse, every port comes from
+    the port server, which hands a port out once per process and only while nothing holds it.
+    """
+    if not portpicker.is_port_free(port):
+        warnings.warn(f"port {port} was returned to portpicker while a socket still holds it:\n"
+                      + "".join(traceback.format_stack(limit=12)), RuntimeWarning)
+
+
+portpicker.return_port = _forget_returned_port
 
 
 def pytest_unconfigure(config) -> None:
