@@ -56,11 +56,21 @@ class Controller:
         self._nodes: Dict[str, List[Dict[str, Any]]] = {}
         self._stop_requested_by: Optional[str] = None
         self._failures: List[Dict[str, Any]] = []
+        # Moves at every (re)start of a node and at the stop request: the launcher waits on it
+        # rather than asking several times a second.
+        self._version = 0
+        self._changed = threading.Condition()
+
+    def _note_change(self) -> None:
+        with self._changed:
+            self._version += 1
+            self._changed.notify_all()
 
     def register(self, name: str, info: Dict[str, Any]) -> int:
         """Records a (re)started node; returns its incarnation (1 for the first start)."""
         incarnations = self._nodes.setdefault(name, [])
         incarnations.append(dict(info, started=time.time()))
+        self._note_change()
         return len(incarnations)
 
     def update(self, name: str, **info: Any) -> None:
@@ -75,10 +85,19 @@ class Controller:
         """A node called `lp.stop()`."""
         if self._stop_requested_by is None:
             self._stop_requested_by = by
+            self._note_change()
 
     def stop_requested_by(self) -> Optional[str]:
         """The node that asked the program to stop first, if any did."""
         return self._stop_requested_by
+
+    def wait_for_change(self, version: int, timeout_s: float) -> Tuple[int, Optional[str]]:
+        """Once a node has (re)started or a stop was asked for since `version` (at once if that
+        was before the call), or after `timeout_s`: (the version now, the node that asked the
+        program to stop, if any)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._version != version, timeout_s)
+            return self._version, self._stop_requested_by
 
     def report_failure(self, name: str, error: str) -> None:
         """A node's construction or `run()` raised `error` (its process exits and restarts)."""

@@ -39,10 +39,16 @@ MAX_CONCURRENCY = 16
 # for) stop the launch with an error.
 PLACEMENT_TIMEOUT_S = 300.0
 POLL_INTERVAL_S = 0.25
+# Longest wait for news from the controller (it answers at once when a node (re)starts or a stop
+# is asked for): between news the launcher only re-checks the placement deadline.
+WATCH_INTERVAL_S = 2.0
 # The CPU share a node of a spread group asks for when its group asks for no resources.
 PLACEMENT_TOKEN_CPU = 0.0001
-# What a local Ray needs to stay on 127.0.0.1 and keep to itself.
-LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+# What a local Ray needs to stay on 127.0.0.1 and keep to itself. Ray pre-starts a worker per
+# core for the first driver; node actors carry the launch's runtime environment, so they never
+# use those, which would idle through the run (0.017 cores between them, on the shared cores).
+LOCAL_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                 "RAY_prestart_worker_first_driver": "0"}
 # Settings of the launching process every node gets too.
 FORWARDED_ENV = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_CPP_MIN_LOG_LEVEL",
                  "SDL_VIDEODRIVER", "PYGAME_HIDE_SUPPORT_PROMPT")
@@ -213,6 +219,11 @@ class _Launch:
         self._forced: Dict[str, int] = {name: 0 for name in self._specs}
         self._nodes: Dict[str, List[Dict[str, Any]]] = {}
         self._served_calls: Dict[str, Dict[str, int]] = {}
+        # The controller's state as last heard (see `Controller.wait_for_change`), and the
+        # outstanding call waiting for its next change.
+        self._controller_version = -1
+        self._stop_requested_by: Optional[str] = None
+        self._change: Any = None
 
     def start(self) -> None:
         """Creates the controller and every node's actor."""
@@ -249,7 +260,8 @@ class _Launch:
         """Watches the nodes until the program stops; returns why it failed, or None."""
         started = time.monotonic()
         while True:
-            failure = self._collect_finished() or self._follow_restarts()
+            changed = self._wait_for_news()
+            failure = self._collect_finished(timeout_s=0.0) or self._follow_restarts(changed)
             if failure:
                 return failure
             unplaced = [name for name, count in self._incarnations.items() if not count]
@@ -258,20 +270,37 @@ class _Launch:
                          for name in unplaced}
                 return (f"nodes {unplaced} were not placed within {PLACEMENT_TIMEOUT_S:.0f} s: "
                         f"does a cluster node have the resources they ask for ({asked})?")
-            stopped_by = ray.get(self._controller.stop_requested_by.remote())
+            stopped_by = self._stop_requested_by
             if stopped_by:
                 print(f"Ray launcher: {stopped_by} stopped the program", flush=True)
                 return None
             if len(self._finished) == len(self._specs):
                 return None
 
-    def _collect_finished(self) -> Optional[str]:
-        """Notes the nodes whose `run()` returned; says why, if an actor could not be made."""
+    def _wait_for_news(self) -> bool:
+        """Waits up to `WATCH_INTERVAL_S` for a node's `run()` to return or for a node to
+        (re)start or ask for the stop; whether the latter happened (the stop request noted)."""
+        if self._change is None:
+            self._change = self._controller.wait_for_change.remote(self._controller_version,
+                                                                   WATCH_INTERVAL_S)
+        ready, _ = ray.wait([*self._pending, self._change], num_returns=1,
+                            timeout=WATCH_INTERVAL_S + 5.0)
+        if self._change not in ready:
+            return False
+        version, self._stop_requested_by = ray.get(self._change)
+        self._change = None
+        changed = version != self._controller_version
+        self._controller_version = version
+        return changed
+
+    def _collect_finished(self, timeout_s: float = POLL_INTERVAL_S) -> Optional[str]:
+        """Notes the nodes whose `run()` returned (waiting up to `timeout_s` for them); says
+        why, if an actor could not be made."""
         if not self._pending:
-            time.sleep(POLL_INTERVAL_S)
+            time.sleep(timeout_s)
             return None
         ready, _ = ray.wait(list(self._pending), num_returns=len(self._pending),
-                            timeout=POLL_INTERVAL_S)
+                            timeout=timeout_s)
         for reference in ready:
             name = self._pending.pop(reference)
             try:
@@ -283,7 +312,11 @@ class _Launch:
                 # Otherwise it died and restarts: `_follow_restarts` sees its next incarnation.
         return None
 
-    def _follow_restarts(self) -> Optional[str]:
+    def _follow_restarts(self, controller_changed: bool) -> Optional[str]:
+        """Follows the nodes (re)started since the last call (if the controller's state
+        changed since)."""
+        if not controller_changed:
+            return None
         self._nodes = ray.get(self._controller.nodes.remote())
         changed = False
         for name, incarnations in self._nodes.items():
