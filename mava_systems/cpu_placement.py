@@ -32,9 +32,11 @@ import dataclasses
 import fcntl
 import os
 import tempfile
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from absl import logging
+
+from mava_systems.node_naming import group_of
 
 CPU_PLACEMENTS = ("auto", "none")
 DEFAULT_CPU_PLACEMENT = "auto"
@@ -64,17 +66,6 @@ class CpuPlacement:
 
 def _cores(cpus: Sequence[int]) -> str:
     return ",".join(str(cpu) for cpu in cpus)
-
-
-def group_of(node_name: str) -> str:
-    """"executor" for "executor/0"."""
-    return node_name.rsplit("/", 1)[0]
-
-
-def node_names(program: Any) -> List[str]:
-    """"<group>/<index>" of every node of a Launchpad program, e.g. ["replay/0", "executor/0"]."""
-    return [f"{group}/{index}" for group, nodes in program.groups.items()
-            for index in range(len(nodes))]
 
 
 def plan(node_names: Sequence[str], cpus: Optional[Sequence[int]] = None

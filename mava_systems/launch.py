@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from mava_systems import allocator, console, cpu_placement, node_processes, ray_launch, \
     run_summary
+from mava_systems.node_naming import named_nodes, node_names
 from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
                                                StopsProgramIfBuildFails,
                                                exit_if_loops_were_abandoned)
@@ -438,7 +439,7 @@ def _launch(build: Callable[[], lp.Program], launch_type: str,
             with node_processes.environment_variable(NODE_NOTICE_ENV, str(notice_s)):
                 if launch_type == "local_mp":
                     placement = placement_reserved.enter_context(cpu_placement.placing(
-                        cpu_placement.node_names(program), cpu_placement_mode()))
+                        node_names(program), cpu_placement_mode()))
                     if placement:
                         console.say([f"CPU placement: {placement.describe()}"])
                     worker_manager = node_processes.launch(program, max_node_restarts(),
@@ -469,13 +470,11 @@ def stop_program_if_a_node_fails_to_build(program: lp.Program) -> None:
     trainer whose checkpoint cannot be read) would leave the others waiting on
     it forever. Threads (`local_mt`) and Ray see their nodes fail by themselves.
     """
-    for group, nodes in program.groups.items():
-        for index, node in enumerate(nodes):
-            # pylint: disable=protected-access
-            if isinstance(node, lp.CourierNode) and not isinstance(
-                    node._constructor, StopsProgramIfBuildFails):
-                node._constructor = StopsProgramIfBuildFails(node._constructor,
-                                                             f"{group}/{index}")
+    for name, _, node in named_nodes(program):
+        # pylint: disable=protected-access
+        if isinstance(node, lp.CourierNode) and not isinstance(
+                node._constructor, StopsProgramIfBuildFails):
+            node._constructor = StopsProgramIfBuildFails(node._constructor, name)
 
 
 def prepare(system: Any, start_fresh: Optional[bool] = None) -> Any:

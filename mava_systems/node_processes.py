@@ -48,6 +48,7 @@ from launchpad.launch import worker_manager
 import psutil
 
 from mava_systems import console, cpu_placement
+from mava_systems.node_naming import group_of, named_nodes
 
 # Node groups whose nodes are started again when they die: they keep no state of their own
 # that the program needs (an executor's episode in progress is lost, its counts are not).
@@ -138,8 +139,7 @@ class ProgramNodes:
 
     def __init__(self, program: lp.Program):
         self._groups = program.groups
-        self._nodes = {f"{label}/{index}": node for label, nodes in program.groups.items()
-                       for index, node in enumerate(nodes)}
+        self._nodes = {name: node for name, _, node in named_nodes(program)}
         for node in self._nodes.values():
             node._initialize_context(lp_context.LaunchType.LOCAL_MULTI_PROCESSING,  # pylint: disable=protected-access
                                      launch_config=None)
@@ -179,7 +179,7 @@ class ProgramNodes:
         keep theirs: their running processes read the same addresses from their own files)."""
         for address in self._nodes[name].addresses:
             address.bind(lp.SimpleLocalAddressBuilder())
-        return next(command for command in self.commands(cpu_placement.group_of(name))
+        return next(command for command in self.commands(group_of(name))
                     if command.name == name)
 
 
@@ -289,7 +289,7 @@ class NodeSupervisor(worker_manager.WorkerManager):
         if self.stopping:
             return
         how = exit_description(returncode)
-        if returncode < 0 and cpu_placement.group_of(name) in RESTARTED_GROUPS \
+        if returncode < 0 and group_of(name) in RESTARTED_GROUPS \
                 and self.restarts[name] < self.max_restarts:
             self.restarts[name] += 1
             self.deaths.append((name, time.time(), how, "restarted"))
@@ -300,11 +300,11 @@ class NodeSupervisor(worker_manager.WorkerManager):
             return
         if returncode > 0:
             reason = "it failed"
-        elif cpu_placement.group_of(name) in RESTARTED_GROUPS:
+        elif group_of(name) in RESTARTED_GROUPS:
             reason = (f"it was restarted {self.restarts[name]} time(s) already, as many as "
                       "--max_node_restarts allows")
         else:
-            reason = f"a {cpu_placement.group_of(name)} node is not restarted"
+            reason = f"a {group_of(name)} node is not restarted"
         self.deaths.append((name, time.time(), how, "stopped the run"))
         (self.exit_failures if returncode > 0 else self.failures).append(f"{name} {how}")
         self._say(f"error: {name} {how} at {clock}; {reason}: stopping the run (the other "

@@ -28,6 +28,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from mava_systems import cpu_placement
+from mava_systems.node_naming import named_nodes
 from mava_systems.ray_launch import RECORD_FILE
 from mava_systems.ray_launch.actors import CONTROLLER_NAME, Controller, NodeActor, NodeSpec
 from mava_systems.ray_launch.config import BUILT_IN_RESOURCES, RayLaunchConfig
@@ -65,8 +66,7 @@ def node_specs(program: lp.Program, namespace: str) -> List[NodeSpec]:
     Raises:
       ValueError: if the program has a node the Ray launcher cannot run.
     """
-    named = [(f"{group}/{index}", group, node) for group, nodes in program.groups.items()
-             for index, node in enumerate(nodes)]
+    named = list(named_nodes(program))
     refs: Dict[int, NodeRef] = {}
     for name, _, node in named:
         if isinstance(node, lp.ReverbNode):
