@@ -227,7 +227,8 @@ class NodeSupervisor(worker_manager.WorkerManager):
         try:
             process = subprocess.Popen(node.command, env={**node.env, NODE_NAME_ENV: node.name},
                                        stdout=output.stdin, stderr=subprocess.STDOUT,
-                                       preexec_fn=functools.partial(_node_process_setup, os.getpid(), cpus))
+                                       preexec_fn=functools.partial(_node_process_setup,
+                                                                    os.getpid(), cpus))
         finally:
             output.stdin.close()
         self._output.append(output)

@@ -87,10 +87,6 @@ class Controller:
             self._stop_requested_by = by
             self._note_change()
 
-    def stop_requested_by(self) -> Optional[str]:
-        """The node that asked the program to stop first, if any did."""
-        return self._stop_requested_by
-
     def wait_for_change(self, version: int, timeout_s: float) -> Tuple[int, Optional[str]]:
         """Once a node has (re)started or a stop was asked for since `version` (at once if that
         was before the call), or after `timeout_s`: (the version now, the node that asked the
