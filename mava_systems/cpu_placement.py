@@ -22,9 +22,17 @@ them taken runs without placement. `none` leaves every node to the kernel.
 
 Applied by the launchers that start processes on this machine: `local_mp`
 (each node process is placed when it starts) and a Ray the launcher starts
-itself (Ray's own processes share the cores left; each node's actor places
-its process when it starts). Not applied to `local_mt` (one process) or a Ray
-cluster given by address.
+itself (Ray's own processes share the cores left; each node's actor is made
+on every core and then moves its process to its cores). Not applied to
+`local_mt` (one process) or a Ray cluster given by address.
+
+Under Ray, executors as many as the cores or more still get cores of their
+own (`share_cores_when_crowded`): dealt in turn over every core but the
+lowest, which the other nodes and Ray's processes share. Ray's processes and
+threads wake far more often than `local_mp`'s nodes, and two executors
+sharing a core lose less than each sharing both with them; under `local_mp`
+two executors on one core gain nothing (docs/program_cpu.md, "Ray's
+executors on one core").
 """
 
 import contextlib
@@ -43,6 +51,9 @@ DEFAULT_CPU_PLACEMENT = "auto"
 # Node groups that get a core of their own under `auto`.
 DEDICATED_GROUPS = ("executor", "actor")
 LOCK_DIR_ENV = "MAVA_CPU_LOCK_DIR"  # Where the per-core lock files live (default: the temp dir).
+# The cores a process started by a placed local Ray moves to at its start (`START_HOOK`).
+START_CPUS_ENV = "MAVA_START_CPUS"
+START_HOOK = "mava_systems.cpu_placement.place_at_start"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,17 +79,24 @@ def _cores(cpus: Sequence[int]) -> str:
     return ",".join(str(cpu) for cpu in cpus)
 
 
-def plan(node_names: Sequence[str], cpus: Optional[Sequence[int]] = None
-         ) -> Optional[CpuPlacement]:
+def plan(node_names: Sequence[str], cpus: Optional[Sequence[int]] = None,
+         share_cores_when_crowded: bool = False) -> Optional[CpuPlacement]:
     """The `auto` placement of a program's nodes on `cpus` (default: the cores this process may
-    use), or None when there are not more cores than executors (or no executor)."""
+    use), or None when there are not more cores than executors (or no executor).
+
+    With `share_cores_when_crowded`, executors as many as the cores or more are dealt in turn
+    over every core but the lowest (which the other nodes share), instead of left unplaced.
+    """
     available = sorted(os.sched_getaffinity(0) if cpus is None else set(cpus))
     dedicated_nodes = [name for name in node_names if group_of(name) in DEDICATED_GROUPS]
-    if not dedicated_nodes or len(available) <= len(dedicated_nodes):
+    if not dedicated_nodes or len(available) < 2:
         return None
-    dedicated = {name: (available[-1 - index],) for index, name in enumerate(dedicated_nodes)}
-    return CpuPlacement(dedicated=dedicated,
-                        shared=tuple(available[:len(available) - len(dedicated_nodes)]))
+    if len(available) <= len(dedicated_nodes) and not share_cores_when_crowded:
+        return None
+    own_cores = min(len(dedicated_nodes), len(available) - 1)
+    dedicated = {name: (available[-1 - index % own_cores],)
+                 for index, name in enumerate(dedicated_nodes)}
+    return CpuPlacement(dedicated=dedicated, shared=tuple(available[:len(available) - own_cores]))
 
 
 def check_mode(mode: str) -> str:
@@ -132,15 +150,18 @@ def reserved(placement: Optional[CpuPlacement]) -> Iterator[Optional[CpuPlacemen
 
 
 @contextlib.contextmanager
-def placing(node_names: Sequence[str], mode: str) -> Iterator[Optional[CpuPlacement]]:
-    """The placement of a program's nodes under `mode` ("auto" or "none"), its cores reserved
-    while in the context; None for no placement.
+def placing(node_names: Sequence[str], mode: str, share_cores_when_crowded: bool = False
+            ) -> Iterator[Optional[CpuPlacement]]:
+    """The placement of a program's nodes under `mode` ("auto" or "none"; see `plan`), its cores
+    reserved while in the context; None for no placement.
 
     Raises:
       ValueError: an unknown mode.
     """
     check_mode(mode)
-    with reserved(plan(node_names) if mode == "auto" else None) as placement:
+    planned = plan(node_names, share_cores_when_crowded=share_cores_when_crowded) \
+        if mode == "auto" else None
+    with reserved(planned) as placement:
         yield placement
 
 
@@ -151,6 +172,14 @@ def place_process(cpus: Sequence[int]) -> None:
             os.sched_setaffinity(thread_id, cpus)
         except ProcessLookupError:  # The thread ended meanwhile.
             pass
+
+
+def place_at_start() -> None:
+    """Puts this process on the cores `$MAVA_START_CPUS` names ("0,1"), if set: a Ray worker's
+    setup hook (`START_HOOK`), as its node is made on every core of the launch."""
+    cpus = os.environ.get(START_CPUS_ENV)
+    if cpus:
+        place_process([int(cpu) for cpu in cpus.split(",")])
 
 
 def _thread_ids() -> List[int]:

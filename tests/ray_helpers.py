@@ -111,22 +111,27 @@ class BrokenLoop:
 
 
 class CoresReporter:
-    """Writes the cores each thread of its process (and its parent, Ray's raylet) may run on to
-    `out_path`; with `stop`, then stops the program."""
+    """Writes the cores its process was made on, those each of its threads (and its parent,
+    Ray's raylet) may run on to `out_path`; with `stop`, then stops the program (once
+    the files `wait_for` names exist)."""
 
-    def __init__(self, out_path, stop=False):
+    def __init__(self, out_path, stop=False, wait_for=()):
         self._out_path = out_path
         self._stop = stop
+        self._wait_for = wait_for
+        self._made_on = sorted(os.sched_getaffinity(0))
 
     def run(self):
         import launchpad as lp  # pylint: disable=g-import-not-at-top
         threads = {int(entry): sorted(os.sched_getaffinity(int(entry)))
                    for entry in os.listdir("/proc/self/task")}
-        report = {"threads": sorted(set(map(tuple, threads.values()))),
+        report = {"threads": sorted(set(map(tuple, threads.values()))), "made_on": self._made_on,
                   "parent": sorted(os.sched_getaffinity(os.getppid()))}
         with open(self._out_path + ".tmp", "w") as out_file:
             json.dump(report, out_file)
         os.replace(self._out_path + ".tmp", self._out_path)
         if self._stop:
+            while not all(os.path.exists(path) for path in self._wait_for):
+                time.sleep(0.05)
             lp.stop()
         lp.wait_for_stop()

@@ -50,6 +50,19 @@ def test_no_placement_without_more_cores_than_executors(nodes, cpus):
     assert cpu_placement.plan(nodes, cpus=cpus) is None
 
 
+def test_crowding_executors_share_every_core_but_the_lowest_when_asked():
+    nodes = ["trainer/0", "executor/0", "executor/1", "executor/2"]
+    placement = cpu_placement.plan(nodes, cpus=[0, 1, 2], share_cores_when_crowded=True)
+    assert placement.dedicated == {"executor/0": (2,), "executor/1": (1,), "executor/2": (2,)}
+    assert placement.shared == (0,)
+    two = cpu_placement.plan(nodes[:3], cpus=[0, 1], share_cores_when_crowded=True)
+    assert two.dedicated == {"executor/0": (1,), "executor/1": (1,)} and two.shared == (0,)
+    # Fewer executors than cores: as without it; one core: nothing to place.
+    assert cpu_placement.plan(nodes[:2], cpus=[0, 1], share_cores_when_crowded=True) == \
+        cpu_placement.plan(nodes[:2], cpus=[0, 1])
+    assert cpu_placement.plan(nodes, cpus=[0], share_cores_when_crowded=True) is None
+
+
 def test_a_second_program_runs_without_placement_while_the_first_holds_its_cores():
     nodes = ["executor/0", "trainer/0"]
     with cpu_placement.reserved(cpu_placement.plan(nodes, cpus=[0, 1])) as first:
@@ -111,26 +124,39 @@ def test_local_mp_starts_each_node_on_its_cores_and_restarts_it_there():
 
 
 @needs_two_cores
-def test_a_local_ray_runs_its_executor_on_a_core_of_its_own_and_itself_on_the_rest(tmp_path):
+@pytest.mark.parametrize("executors", [1, len(CPUS)])
+def test_a_local_ray_runs_its_executors_on_cores_of_their_own_and_itself_on_the_rest(
+        tmp_path, executors):
     program = lp.Program("placed")
     with program.group("trainer"):
         program.add_node(lp.CourierNode(ray_helpers.CoresReporter, str(tmp_path / "trainer.json")))
     with program.group("executor"):
-        program.add_node(lp.CourierNode(ray_helpers.CoresReporter, str(tmp_path / "executor.json"),
-                                        stop=True))
-    placement = cpu_placement.plan(["trainer/0", "executor/0"])
+        for index in range(executors):
+            program.add_node(lp.CourierNode(
+                ray_helpers.CoresReporter, str(tmp_path / f"executor{index}.json"),
+                stop=index == executors - 1,
+                wait_for=[str(tmp_path / f"{node}.json")
+                          for node in ["trainer"] + [f"executor{i}" for i in range(executors)]]))
+    names = ["trainer/0"] + [f"executor/{index}" for index in range(executors)]
+    # As many executors as cores share every core but the lowest.
+    placement = cpu_placement.plan(names, share_cores_when_crowded=True)
+    assert len(placement.shared) == (len(CPUS) - 1 if executors == 1 else 1)
     ray_launch.launch(program, RayLaunchConfig(num_cpus=2), record_dir=str(tmp_path),
                       cpu_placement_mode="auto")
 
     def report(node):
         with open(tmp_path / f"{node}.json") as report_file:
             return json.load(report_file)
-    executor, trainer = report("executor"), report("trainer")
-    # Every thread of the executor's process (Ray's own threads in it too) on its core only.
-    assert executor["threads"] == [list(placement.cpus_of("executor/0"))]
-    assert trainer["threads"] == [list(placement.shared)]
-    assert executor["parent"] == list(placement.shared)  # Ray's raylet: the cores left.
+    trainer = report("trainer")
     record = read_record(str(tmp_path))
-    assert record["nodes"]["executor/0"][0]["cpus"] == list(placement.cpus_of("executor/0"))
+    for index in range(executors):
+        executor, cores = report(f"executor{index}"), list(placement.cpus_of(f"executor/{index}"))
+        # Made on every core; then every thread of its process (Ray's own threads in it too)
+        # on its core only.
+        assert executor["made_on"] == CPUS
+        assert executor["threads"] == [cores]
+        assert executor["parent"] == list(placement.shared)  # Ray's raylet: the cores left.
+        assert record["nodes"][f"executor/{index}"][0]["cpus"] == cores
+    assert trainer["threads"] == [list(placement.shared)]
     assert record["nodes"]["trainer/0"][0]["cpus"] == list(placement.shared)
     assert os.sched_getaffinity(0) == set(CPUS)  # The launcher's own cores are given back.

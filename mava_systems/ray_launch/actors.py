@@ -37,7 +37,8 @@ class NodeSpec:
     # The names of the nodes whose handles it holds, and the Reverb ones among them.
     uses: List[str] = dataclasses.field(default_factory=list)
     uses_reverb: List[str] = dataclasses.field(default_factory=list)
-    # The cores its process runs on (see `mava_systems.cpu_placement`); empty: anywhere.
+    # The cores its process runs on once the node is made (see `mava_systems.cpu_placement`);
+    # empty: anywhere.
     cpus: Tuple[int, ...] = ()
 
     def construct(self) -> Any:
@@ -137,8 +138,6 @@ class NodeActor:
 
     def __init__(self, spec: NodeSpec, namespace: str, argv: Sequence[str]):
         _parse_flags(argv)
-        if spec.cpus:
-            cpu_placement.place_process(spec.cpus)
         failed_nodes_are_restarted()  # A failure restarts this actor; the program goes on.
         self._spec = spec
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=namespace)
@@ -152,7 +151,8 @@ class NodeActor:
         self.ip = ray.util.get_node_ip_address()
         info = {"pid": os.getpid(), "ip": self.ip, "group": spec.group,
                 "ray_node_id": ray.get_runtime_context().get_node_id(),
-                "jemalloc": allocator.runs_jemalloc(), "cpus": sorted(os.sched_getaffinity(0))}
+                "jemalloc": allocator.runs_jemalloc(),
+                "cpus": sorted(spec.cpus or os.sched_getaffinity(0))}
         self.incarnation = ray.get(self._controller.register.remote(spec.name, info))
         threading.Thread(target=self._main, name=spec.name, daemon=True).start()
 
@@ -163,9 +163,11 @@ class NodeActor:
         self._runtime.enter()
         try:
             if self._spec.reverb_node is not None:
+                self._place()
                 self._run_reverb_node()
             else:
                 self._instance = self._spec.construct()
+                self._place()
                 self._ready.set()
                 if self._spec.should_run and hasattr(self._instance, "run"):
                     self._instance.run()
@@ -175,6 +177,12 @@ class NodeActor:
             logging.info("%s ended at stop with %r", self._spec.name, error)
         finally:
             self._done.set()
+
+    def _place(self) -> None:
+        """Moves the whole process (Ray's threads in it too) to the node's cores, once the node
+        is made: nodes sharing a core are made on every core, as fast as when unplaced."""
+        if self._spec.cpus:
+            cpu_placement.place_process(self._spec.cpus)
 
     def _run_reverb_node(self) -> None:
         import portpicker  # pylint: disable=g-import-not-at-top

@@ -122,9 +122,16 @@ def ray_session(config: RayLaunchConfig, namespace: str,
         raise RuntimeError("Ray is already initialized in this process; the Ray launcher "
                            "connects by itself (pass the cluster's address instead)")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    kwargs: Dict[str, Any] = dict(namespace=namespace, runtime_env=_runtime_env(config),
+    runtime_env = _runtime_env(config)
+    kwargs: Dict[str, Any] = dict(namespace=namespace, runtime_env=runtime_env,
                                   log_to_driver=True)
     if config.address is None:
+        if ray_cpus and "worker_process_setup_hook" not in runtime_env:
+            # Workers start from Ray's processes, on their cores: each moves to every core of
+            # the launch before it imports its node's code (NodeActor then places it).
+            runtime_env["env_vars"][cpu_placement.START_CPUS_ENV] = ",".join(
+                str(cpu) for cpu in sorted(os.sched_getaffinity(0)))
+            runtime_env["worker_process_setup_hook"] = cpu_placement.START_HOOK
         os.environ.update(LOCAL_RAY_ENV)
         with cpu_placement.process_placed(ray_cpus):  # Ray's processes start from this one.
             ray.init(address="local", _node_ip_address=LOOPBACK, include_dashboard=False,
@@ -447,7 +454,11 @@ def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
     specs = node_specs(program, namespace)
     if config.address is not None:
         cpu_placement_mode = "none"  # The cluster's machines are not this one.
-    with cpu_placement.placing([spec.name for spec in specs], cpu_placement_mode) as placement:
+    # Executors as many as the cores share cores of their own all the same: beside Ray's
+    # processes and threads, which wake far more often than a `local_mp` node, an executor
+    # loses more to the shared cores than to its sibling (docs/program_cpu.md).
+    with cpu_placement.placing([spec.name for spec in specs], cpu_placement_mode,
+                               share_cores_when_crowded=True) as placement:
         if placement:
             print(f"Ray launcher: CPU placement: {placement.describe()}", flush=True)
         for spec in specs:
