@@ -1,7 +1,6 @@
 """py-spy of the executor of a running one-executor program (15 s), with its steps in the window."""
 import glob, json, os, signal, subprocess, sys, time
 sys.path.insert(0, "/work/main/benchmarks/results/count_batches_2026_12_04")
-sys.path.insert(0, "/tmp/bench/bimodal")
 from program_start import start_training_program
 from benchmarks import common
 launch, out = sys.argv[1], sys.argv[2]

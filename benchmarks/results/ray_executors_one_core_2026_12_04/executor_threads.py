@@ -8,7 +8,7 @@ from benchmarks import common
 launch = sys.argv[1]; runs = int(sys.argv[2]); window = float(sys.argv[3]) if len(sys.argv) > 3 else 12
 TICK = os.sysconf("SC_CLK_TCK")
 
-def executor_pid(run_dir, tree):
+def executor_pid(run_dir):
     if launch == "ray":
         for path in glob.glob(os.path.join(run_dir, "run", "**", "ray_nodes.json"), recursive=True):
             nodes = json.load(open(path))["nodes"]
@@ -48,7 +48,7 @@ for run in range(runs):
     time.sleep(8)
     pid = None
     while pid is None:
-        pid = executor_pid(run_dir, tree); time.sleep(0.5)
+        pid = executor_pid(run_dir); time.sleep(0.5)
     steps = lambda: common.count(common.last_row(csv), "executor_steps")
     a, ca, s0, t0 = threads(pid), cores(), steps(), time.time()
     time.sleep(window)
