@@ -26,13 +26,14 @@ itself (Ray's own processes share the cores left; each node's actor is made
 on every core and then moves its process to its cores). Not applied to
 `local_mt` (one process) or a Ray cluster given by address.
 
-Under Ray, executors as many as the cores or more still get cores of their
-own (`share_cores_when_crowded`): dealt in turn over every core but the
-lowest, which the other nodes and Ray's processes share. Ray's processes and
-threads wake far more often than `local_mp`'s nodes, and two executors
-sharing a core lose less than each sharing both with them; under `local_mp`
-two executors on one core gain nothing (docs/program_cpu.md, "Ray's
-executors on one core").
+Under Ray, executors as many as the cores or more are placed too
+(`share_cores_when_crowded`): each may run on every core, while the other
+nodes and Ray's processes keep to the lowest. Ray's processes and threads
+wake far more often than `local_mp`'s nodes, and the executors, then the
+bottleneck, lose less by sharing cores among themselves (and taking what the
+lowest core has spare) than by sharing every core with them; under `local_mp`
+this gains nothing (docs/program_cpu.md, "Ray's executors on one core" and
+"Ray's crowded executors on every core").
 """
 
 import contextlib
@@ -70,13 +71,13 @@ class CpuPlacement:
 
     def describe(self) -> str:
         """One line, e.g. "executor/0 on core 1; the other nodes on core 0"."""
-        own = "; ".join(f"{name} on core {_cores(cpus)}" for name, cpus in self.dedicated.items())
-        return f"{own}; the other nodes on core{'s' if len(self.shared) > 1 else ''} " \
-               f"{_cores(self.shared)}"
+        own = "; ".join(f"{name} on {_cores(cpus)}" for name, cpus in self.dedicated.items())
+        return f"{own}; the other nodes on {_cores(self.shared)}"
 
 
 def _cores(cpus: Sequence[int]) -> str:
-    return ",".join(str(cpu) for cpu in cpus)
+    """`cpus` in words: "core 1" or "cores 0,1"."""
+    return f"core{'s' if len(cpus) > 1 else ''} " + ",".join(str(cpu) for cpu in cpus)
 
 
 def plan(node_names: Sequence[str], cpus: Optional[Sequence[int]] = None,
@@ -84,19 +85,21 @@ def plan(node_names: Sequence[str], cpus: Optional[Sequence[int]] = None,
     """The `auto` placement of a program's nodes on `cpus` (default: the cores this process may
     use), or None when there are not more cores than executors (or no executor).
 
-    With `share_cores_when_crowded`, executors as many as the cores or more are dealt in turn
-    over every core but the lowest (which the other nodes share), instead of left unplaced.
+    With `share_cores_when_crowded`, executors as many as the cores or more may each run on
+    every core while the other nodes keep to the lowest, instead of all being left unplaced.
     """
     available = sorted(os.sched_getaffinity(0) if cpus is None else set(cpus))
     dedicated_nodes = [name for name in node_names if group_of(name) in DEDICATED_GROUPS]
     if not dedicated_nodes or len(available) < 2:
         return None
-    if len(available) <= len(dedicated_nodes) and not share_cores_when_crowded:
-        return None
-    own_cores = min(len(dedicated_nodes), len(available) - 1)
-    dedicated = {name: (available[-1 - index % own_cores],)
-                 for index, name in enumerate(dedicated_nodes)}
-    return CpuPlacement(dedicated=dedicated, shared=tuple(available[:len(available) - own_cores]))
+    if len(available) <= len(dedicated_nodes):
+        if not share_cores_when_crowded:
+            return None
+        return CpuPlacement(dedicated={name: tuple(available) for name in dedicated_nodes},
+                            shared=tuple(available[:1]))
+    dedicated = {name: (available[-1 - index],) for index, name in enumerate(dedicated_nodes)}
+    return CpuPlacement(dedicated=dedicated,
+                        shared=tuple(available[:len(available) - len(dedicated_nodes)]))
 
 
 def check_mode(mode: str) -> str:

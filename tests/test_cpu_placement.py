@@ -50,13 +50,16 @@ def test_no_placement_without_more_cores_than_executors(nodes, cpus):
     assert cpu_placement.plan(nodes, cpus=cpus) is None
 
 
-def test_crowding_executors_share_every_core_but_the_lowest_when_asked():
+def test_crowding_executors_run_on_every_core_and_the_others_on_the_lowest_when_asked():
     nodes = ["trainer/0", "executor/0", "executor/1", "executor/2"]
-    placement = cpu_placement.plan(nodes, cpus=[0, 1, 2], share_cores_when_crowded=True)
-    assert placement.dedicated == {"executor/0": (2,), "executor/1": (1,), "executor/2": (2,)}
-    assert placement.shared == (0,)
+    placement = cpu_placement.plan(nodes, cpus=[2, 0, 1], share_cores_when_crowded=True)
+    assert placement.dedicated == {"executor/0": (0, 1, 2), "executor/1": (0, 1, 2),
+                                   "executor/2": (0, 1, 2)}
+    assert placement.shared == (0,) and placement.cpus_of("trainer/0") == (0,)
     two = cpu_placement.plan(nodes[:3], cpus=[0, 1], share_cores_when_crowded=True)
-    assert two.dedicated == {"executor/0": (1,), "executor/1": (1,)} and two.shared == (0,)
+    assert two.dedicated == {"executor/0": (0, 1), "executor/1": (0, 1)} and two.shared == (0,)
+    assert two.describe() == ("executor/0 on cores 0,1; executor/1 on cores 0,1; the other "
+                              "nodes on core 0")
     # Fewer executors than cores: as without it; one core: nothing to place.
     assert cpu_placement.plan(nodes[:2], cpus=[0, 1], share_cores_when_crowded=True) == \
         cpu_placement.plan(nodes[:2], cpus=[0, 1])
@@ -125,7 +128,7 @@ def test_local_mp_starts_each_node_on_its_cores_and_restarts_it_there():
 
 @needs_two_cores
 @pytest.mark.parametrize("executors", [1, len(CPUS)])
-def test_a_local_ray_runs_its_executors_on_cores_of_their_own_and_itself_on_the_rest(
+def test_a_local_ray_runs_its_executors_on_their_cores_and_itself_on_the_rest(
         tmp_path, executors):
     program = lp.Program("placed")
     with program.group("trainer"):
@@ -138,7 +141,7 @@ def test_a_local_ray_runs_its_executors_on_cores_of_their_own_and_itself_on_the_
                 wait_for=[str(tmp_path / f"{node}.json")
                           for node in ["trainer"] + [f"executor{i}" for i in range(executors)]]))
     names = ["trainer/0"] + [f"executor/{index}" for index in range(executors)]
-    # As many executors as cores share every core but the lowest.
+    # As many executors as cores run on every core, the other nodes on the lowest.
     placement = cpu_placement.plan(names, share_cores_when_crowded=True)
     assert len(placement.shared) == (len(CPUS) - 1 if executors == 1 else 1)
     ray_launch.launch(program, RayLaunchConfig(num_cpus=2), record_dir=str(tmp_path),

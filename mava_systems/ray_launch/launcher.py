@@ -454,9 +454,9 @@ def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
     specs = node_specs(program, namespace)
     if config.address is not None:
         cpu_placement_mode = "none"  # The cluster's machines are not this one.
-    # Executors as many as the cores share cores of their own all the same: beside Ray's
-    # processes and threads, which wake far more often than a `local_mp` node, an executor
-    # loses more to the shared cores than to its sibling (docs/program_cpu.md).
+    # Executors as many as the cores are placed all the same (each on every core, everything
+    # else on the lowest): Ray's processes and threads wake far more often than `local_mp`'s
+    # nodes, and an executor loses more to them than to its siblings (docs/program_cpu.md).
     with cpu_placement.placing([spec.name for spec in specs], cpu_placement_mode,
                                share_cores_when_crowded=True) as placement:
         if placement:
