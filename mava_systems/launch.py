@@ -89,8 +89,9 @@ def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
                       cpu_placement.CPU_PLACEMENTS,
                       "Cores of the node processes the launcher starts (local_mp, a Ray it "
                       "starts): auto puts each executor on a core of its own when there are more "
-                      "cores than executors, the other nodes on the rest; none leaves them to "
-                      "the kernel. See mava_systems/cpu_placement.py.")
+                      "cores than executors, the other nodes on the rest (under Ray, more "
+                      "executors run on every core, the other nodes on the lowest); none leaves "
+                      "them to the kernel. See mava_systems/cpu_placement.py.")
     flags.DEFINE_float("progress_interval_s", None,
                        "Seconds between progress lines (default: 1, updating one line, on a "
                        "terminal; 30 otherwise; 0: no progress lines).")
