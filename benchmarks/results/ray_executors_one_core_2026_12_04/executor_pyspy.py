@@ -1,26 +1,11 @@
 """py-spy of the executor of a running one-executor program (15 s), with its steps in the window."""
-import glob, json, os, signal, subprocess, sys, time
-sys.path.insert(0, "/work/main/benchmarks/results/count_batches_2026_12_04")
-from program_start import start_training_program
-from benchmarks import common
+import os, subprocess, sys, time
+# The program start and the executor's lookup shared with the next session's probes.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "ray_crowded_executors_2026_12_05"))
+from running_executor import start, stop
 launch, out = sys.argv[1], sys.argv[2]
-proc, tree, run_dir, csv = start_training_program(launch)
-time.sleep(8)
-pid = None
-while pid is None:
-    if launch == "ray":
-        for path in glob.glob(os.path.join(run_dir, "run", "**", "ray_nodes.json"), recursive=True):
-            pid = json.load(open(path))["nodes"]["executor/0"][-1]["pid"]
-    else:
-        for p in os.listdir("/proc"):
-            if p.isdigit():
-                try:
-                    if b"MAVA_SYSTEMS_NODE=executor/0" in open(f"/proc/{p}/environ", "rb").read():
-                        pid = int(p)
-                except OSError:
-                    pass
-    time.sleep(0.5)
-steps = lambda: common.count(common.last_row(csv), "executor_steps")
+proc, pid, steps = start(launch)
 s0, t0 = steps(), time.time()
 subprocess.run(["/tmp/pyspy/bin/py-spy", "record", "--pid", str(pid), "--duration", "15", "--rate", "200",
                 "--format", "raw", "--threads", "-o", out], check=False,
@@ -28,4 +13,4 @@ subprocess.run(["/tmp/pyspy/bin/py-spy", "record", "--pid", str(pid), "--duratio
 s1, dt = steps(), time.time() - t0
 print(f"{launch}: {(s1 - s0) / dt:.0f} steps/s over {dt:.1f} s, {s1 - s0} steps", flush=True)
 open(out + ".steps", "w").write(str(s1 - s0))
-proc.send_signal(signal.SIGINT); proc.wait(120)
+stop(proc)

@@ -1,25 +1,12 @@
 """Per run of a 1-executor Ray (or local_mp) MADQN program: the executor's steps/s, CPU per step,
 context switches and faults per step, and how busy each core is (and by whom besides the executor)."""
-import glob, json, os, signal, sys, time
-sys.path.insert(0, "/work/main/benchmarks/results/count_batches_2026_12_04")
-from program_start import start_training_program
-from benchmarks import common
+import os, sys, time
+# The program start and the executor's lookup shared with the next session's probes.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "ray_crowded_executors_2026_12_05"))
+from running_executor import TICK, start, stop
 
 launch = sys.argv[1]; runs = int(sys.argv[2]); window = float(sys.argv[3]) if len(sys.argv) > 3 else 12
-TICK = os.sysconf("SC_CLK_TCK")
-
-def executor_pid(run_dir):
-    if launch == "ray":
-        for path in glob.glob(os.path.join(run_dir, "run", "**", "ray_nodes.json"), recursive=True):
-            nodes = json.load(open(path))["nodes"]
-            return nodes["executor/0"][-1]["pid"]
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if b"MAVA_SYSTEMS_NODE=executor/0" in open(f"/proc/{pid}/environ", "rb").read():
-                    return int(pid)
-            except OSError:
-                pass
 
 def threads(pid):
     out = {}
@@ -44,12 +31,7 @@ def cores():
     return out
 
 for run in range(runs):
-    proc, tree, run_dir, csv = start_training_program(launch)
-    time.sleep(8)
-    pid = None
-    while pid is None:
-        pid = executor_pid(run_dir); time.sleep(0.5)
-    steps = lambda: common.count(common.last_row(csv), "executor_steps")
+    proc, pid, steps = start(launch)
     a, ca, s0, t0 = threads(pid), cores(), steps(), time.time()
     time.sleep(window)
     b, cb, s1, dt = threads(pid), cores(), steps(), time.time() - t0
@@ -62,5 +44,5 @@ for run in range(runs):
     for t in busiest:
         d = {k: b[t][k] - a.get(t, {k: 0})[k] for k in ("cpu", "vol", "nonvol", "minflt")}
         print(f"     {b[t]['name']:>16} cpu {d['cpu']/dt:.3f} vol/s {d['vol']/dt:.0f} nonvol/s {d['nonvol']/dt:.0f} minflt/s {d['minflt']/dt:.0f} last_cpu {b[t]['last_cpu']}", flush=True)
-    proc.send_signal(signal.SIGINT); proc.wait(120)
+    stop(proc)
     time.sleep(3)
