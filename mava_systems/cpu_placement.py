@@ -170,11 +170,17 @@ def placing(node_names: Sequence[str], mode: str, share_cores_when_crowded: bool
 
 def place_process(cpus: Sequence[int]) -> None:
     """Puts every thread of this process (threads it starts later follow) on `cpus`."""
-    for thread_id in _thread_ids():
-        try:
-            os.sched_setaffinity(thread_id, cpus)
-        except ProcessLookupError:  # The thread ended meanwhile.
-            pass
+    placed = set()
+    while True:  # Again while new threads appear: one started by a thread not yet placed.
+        new_threads = [thread_id for thread_id in _thread_ids() if thread_id not in placed]
+        if not new_threads:
+            return
+        for thread_id in new_threads:
+            try:
+                os.sched_setaffinity(thread_id, cpus)
+            except ProcessLookupError:  # The thread ended meanwhile.
+                pass
+            placed.add(thread_id)
 
 
 def place_at_start() -> None:
