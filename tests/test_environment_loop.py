@@ -358,12 +358,14 @@ def test_a_loop_waiting_for_a_reply_ends_when_the_program_stops():
     counter.released.set()
 
 
-@pytest.mark.parametrize("step_limit", [None, 100_000])
+@pytest.mark.parametrize("step_limit", [None, 10**12, 2_000])
 def test_episodes_of_one_count_interval_go_in_one_increment_and_each_row_has_its_own_counts(
         step_limit):
     """Far from the limit the loop gathers episodes into increments; with a step limit each
     increment holds at most twice the steps counted between two earlier replies (without one,
-    the interval alone decides). Every row still carries the counts after its own episode."""
+    the interval alone decides), and a limit the program's rate could reach within
+    `GATHER_HORIZON_S` has every episode counted as it ends. Every row still carries the counts
+    after its own episode."""
     import threading  # pylint: disable=import-outside-toplevel
 
     counter, logger = SlowCounter(delay_s=0.0), RecordingLogger()
@@ -376,6 +378,9 @@ def test_episodes_of_one_count_interval_go_in_one_increment_and_each_row_has_its
     assert sum(sizes) == 40 and sum(increment["steps"] for increment in counter.increments) == 400
     if step_limit is None:
         assert sizes == [1, 39]  # The first at once, the rest at the end of the run.
+    elif step_limit == 2_000:
+        # 400 steps take well under the 10 s that even 200 steps a second would need for 2,000.
+        assert sizes == [1] * 40
     else:
         assert sizes[0] == 1 and len(sizes) <= 8, sizes
         # One loop: between two of its replies the program counted exactly one increment.

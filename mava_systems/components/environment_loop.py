@@ -49,6 +49,12 @@ RATE_WINDOW = 8
 # increments grow only as fast as the rate the loops see.
 COUNT_INTERVAL_S = 0.2
 BATCH_GROWTH = 2
+# A loop gathers episodes into one increment only while the step limit is further from the last
+# count it knows (with its steps not known to be counted) than this many seconds of the fastest
+# rate the program counted at between two of its counts. Gathered episodes are counted late: a
+# loop held off its core meanwhile (a thread without the GIL, a process without a core) would
+# otherwise count them after the other loops had reached the limit, past one episode each.
+GATHER_HORIZON_S = 10.0
 # A loop waiting for a reply checks the program's stop event this often.
 REPLY_WAIT_SLICE_S = 0.5
 
@@ -179,6 +185,14 @@ class _SentCount(NamedTuple):
 
     reply: futures.Future
     finished: List[_Finished]
+    sent_at: float  # time.monotonic() when it was sent.
+
+
+class _KnownCount(NamedTuple):
+    """A `steps_key` count a loop read, and about when the counter had it."""
+
+    steps: int
+    at: float  # time.monotonic() when the call that returned it was made.
 
 
 class CountedLoop:
@@ -187,7 +201,9 @@ class CountedLoop:
 
     `_count` takes a finished episode; the episodes not yet counted go to the
     counter in one increment, from a background thread, once `count_interval_s`
-    has passed since the last one (or at once when the step limit may be near).
+    has passed since the last one (or at once when the step limit may be near:
+    within the headroom below, or within `GATHER_HORIZON_S` seconds of the
+    fastest rate the program counted at between two of the loop's counts).
     `_settle` reads the replies in order, logging each episode's row with the
     counts after it (an increment's earlier episodes get its counts less its
     later episodes'). `_limit_within_reach` says when a loop must count every
@@ -223,7 +239,8 @@ class CountedLoop:
         self._last_sent_at = -float("inf")  # time.monotonic() of the last increment sent.
         self._sent: "collections.deque[_SentCount]" = collections.deque()
         # The `steps_key` counts of the last replies read (and of the first `get_counts`).
-        self._known_totals: "collections.deque[int]" = collections.deque(maxlen=RATE_WINDOW + 1)
+        self._known_totals: "collections.deque[_KnownCount]" = collections.deque(
+            maxlen=RATE_WINDOW + 1)
 
     def _limit_reached(self, counts: Dict[str, Any]) -> bool:
         return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit
@@ -231,12 +248,14 @@ class CountedLoop:
     def _read_first_counts(self) -> Dict[str, Any]:
         """The counter's counts when a run starts (with a step limit; else {})."""
         if self._step_limit is not None:
-            self._note_counts(self._counter.get_counts())
+            asked_at = time.monotonic()
+            self._note_counts(self._counter.get_counts(), asked_at)
         return self._counts
 
-    def _note_counts(self, counts: Dict[str, Any]) -> None:
+    def _note_counts(self, counts: Dict[str, Any], asked_at: float) -> None:
+        """Keeps `counts`, the reply of a call made at `asked_at` (time.monotonic())."""
         self._counts = counts
-        self._known_totals.append(counts.get(self._steps_key, 0))
+        self._known_totals.append(_KnownCount(counts.get(self._steps_key, 0), asked_at))
 
     def _count(self, episode: EpisodeStatistics, extra: Dict[str, Any],
                max_unanswered: int = 1) -> None:
@@ -255,6 +274,7 @@ class CountedLoop:
             return False
         most = self._most_between_replies()
         return (most is None or self._limit_within_reach()
+                or self._limit_within_gather_horizon()
                 or sum(one.episode.steps for one in self._unsent) >= BATCH_GROWTH * most)
 
     def _send_unsent(self) -> None:
@@ -268,8 +288,8 @@ class CountedLoop:
         episodes, steps = len(finished), sum(one.episode.steps for one in finished)
         reply = self._count_sender.submit(
             lambda: self._counter.increment(episodes=episodes, steps=steps))
-        self._sent.append(_SentCount(reply, finished))
         self._last_sent_at = time.monotonic()
+        self._sent.append(_SentCount(reply, finished, self._last_sent_at))
 
     def _settle(self, wait: bool = True, keep: int = 0) -> Optional[Dict[str, Any]]:
         """Reads the replies of the episodes sent, in order, until `keep` are left unread
@@ -283,7 +303,7 @@ class CountedLoop:
         while len(self._sent) > keep and (wait or self._sent[0].reply.done()):
             counts = self._reply(self._sent[0].reply)
             sent = self._sent.popleft()
-            self._note_counts(counts)
+            self._note_counts(counts, sent.sent_at)
             later_steps = sum(one.episode.steps for one in sent.finished)
             for position, one in enumerate(sent.finished):
                 later_steps -= one.episode.steps
@@ -319,9 +339,24 @@ class CountedLoop:
         most = self._most_between_replies()
         if most is None:
             return True  # No rate known yet.
+        return self._projected_count(HEADROOM_EPISODES * most) >= self._step_limit
+
+    def _limit_within_gather_horizon(self) -> bool:
+        """Whether the step limit may be within `GATHER_HORIZON_S` seconds of the program's
+        fastest rate since the last count this loop knows (no rate known counts as within)."""
+        if self._step_limit is None:
+            return False
+        rate = self._fastest_rate()
+        if rate is None:
+            return True
+        return self._projected_count(GATHER_HORIZON_S * rate) >= self._step_limit
+
+    def _projected_count(self, margin: float) -> float:
+        """The last count this loop knows, with its steps not known to be counted, plus
+        `margin`."""
         uncounted = (sum(one.episode.steps for sent in self._sent for one in sent.finished)
                      + sum(one.episode.steps for one in self._unsent))
-        return self._known_totals[-1] + uncounted + HEADROOM_EPISODES * most >= self._step_limit
+        return self._known_totals[-1].steps + uncounted + margin
 
     def _most_between_replies(self) -> Optional[int]:
         """The most steps the program counted between two replies this loop read (of the last
@@ -329,7 +364,16 @@ class CountedLoop:
         totals = list(self._known_totals)
         if len(totals) < 2:
             return None
-        return max(later - earlier for earlier, later in zip(totals, totals[1:]))
+        return max(later.steps - earlier.steps for earlier, later in zip(totals, totals[1:]))
+
+    def _fastest_rate(self) -> Optional[float]:
+        """The most steps a second the program counted between two replies this loop read (of
+        the last `RATE_WINDOW`, timed by when their calls were made); None before two counts
+        are known (or when no time passed between them)."""
+        totals = list(self._known_totals)
+        rates = [(later.steps - earlier.steps) / (later.at - earlier.at)
+                 for earlier, later in zip(totals, totals[1:]) if later.at > earlier.at]
+        return max(rates) if rates else None
 
     def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
              counts: Dict[str, Any]) -> Dict[str, Any]:
@@ -376,9 +420,12 @@ class EnvironmentLoop(CountedLoop):
     unless the program's rate jumps more than that within one episode; were
     the late reply then at the limit, the episode is dropped where it is
     (uncounted; its items already written stay in replay). Far from the limit
+    (more than `GATHER_HORIZON_S` seconds of the program's fastest rate away)
     the episodes finished within `count_interval_s` of the last count go in
-    one increment; near it each one is counted as it ends (see `CountedLoop`);
-    the episodes not yet counted when the limit is reached are dropped as well.
+    one increment; nearer each one is counted as it ends (see `CountedLoop`),
+    so an increment that comes late (its loop held off its core) still holds
+    one episode; the episodes not yet counted when the limit is reached are
+    dropped as well.
     `run_episode` waits.
 
     When the environment's `reset` or `step` raises, `run` logs it with the
@@ -423,8 +470,9 @@ class EnvironmentLoop(CountedLoop):
         """
         self._flush()
         episode, extra = self._play_episode()
+        asked_at = time.monotonic()
         counts = self._counter.increment(episodes=1, steps=episode.steps)
-        self._note_counts(counts)
+        self._note_counts(counts, asked_at)
         return self._log(episode, extra, counts)
 
     def _play_episode(self) -> Tuple[EpisodeStatistics, Dict[str, Any]]:
