@@ -21,7 +21,7 @@ from mava_systems.components.transition_adder import NStepTransitionAdder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.system import RESUME_SEED_STRIDE
 import wrappers
-from test_environment_loop import HeldCounter, RecordingLogger
+from test_environment_loop import HeldCounter, RecordingLogger, SlowCounter
 from test_recurrent import user_gru_core  # A user's recurrent core: it acts in TensorFlow.
 
 EPISODE_LENGTH = 10  # debug/line_world_v0's.
@@ -444,3 +444,27 @@ def test_the_loop_steps_on_while_episode_counts_wait_for_the_counter():
     assert [row["executor_steps"] for row in logger.rows] == list(range(10, 101, 10))
     assert [row["executor_episodes"] for row in logger.rows] == list(range(1, 11))
     assert loop.results == logger.rows
+
+
+@pytest.mark.parametrize("step_limit", [10**6, 2_000])
+def test_episodes_ending_together_are_gathered_far_from_the_limit_and_counted_one_by_one_near_it(
+        step_limit):
+    """Four environments' episodes end at the same step, their counts going microseconds apart:
+    a limit far beyond what the program's rate (about 15,000 steps a second here) could reach in
+    `GATHER_HORIZON_S` still has them gathered into few increments (timing the rate between two
+    such counts made it ten times that and counted every episode alone); a limit within reach
+    of it has every episode counted as it ends."""
+    counter, logger = SlowCounter(delay_s=0.0), RecordingLogger()
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    loop = MultiEnvironmentLoop([factory(seed=seed) for seed in range(4)],
+                                RandomMultiExecutor(4), counter=counter, logger=logger,
+                                stop_event=threading.Event(), step_limit=step_limit)
+    loop.count_interval_s = 60.0
+    loop.run(num_steps=400)
+    sizes = [increment["episodes"] for increment in counter.increments]
+    assert sum(sizes) == 40 and sum(increment["steps"] for increment in counter.increments) == 400
+    if step_limit == 2_000:
+        assert sizes == [1] * 40
+    else:
+        assert len(sizes) <= 12, sizes
+    assert [row["executor_steps"] for row in logger.rows] == list(range(10, 401, 10))

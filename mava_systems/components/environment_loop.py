@@ -50,8 +50,8 @@ RATE_WINDOW = 8
 COUNT_INTERVAL_S = 0.2
 BATCH_GROWTH = 2
 # A loop gathers episodes into one increment only while the step limit is further from the last
-# count it knows (with its steps not known to be counted) than this many seconds of the fastest
-# rate the program counted at between two of its counts. Gathered episodes are counted late: a
+# count it knows (with its steps not known to be counted) than this many seconds of the program's
+# mean rate since the loop's first count. Gathered episodes are counted late: a
 # loop held off its core meanwhile (a thread without the GIL, a process without a core) would
 # otherwise count them after the other loops had reached the limit, past one episode each.
 GATHER_HORIZON_S = 10.0
@@ -203,7 +203,7 @@ class CountedLoop:
     counter in one increment, from a background thread, once `count_interval_s`
     has passed since the last one (or at once when the step limit may be near:
     within the headroom below, or within `GATHER_HORIZON_S` seconds of the
-    fastest rate the program counted at between two of the loop's counts).
+    program's mean rate since the loop's first count).
     `_settle` reads the replies in order, logging each episode's row with the
     counts after it (an increment's earlier episodes get its counts less its
     later episodes'). `_limit_within_reach` says when a loop must count every
@@ -241,6 +241,7 @@ class CountedLoop:
         # The `steps_key` counts of the last replies read (and of the first `get_counts`).
         self._known_totals: "collections.deque[_KnownCount]" = collections.deque(
             maxlen=RATE_WINDOW + 1)
+        self._first_known: Optional[_KnownCount] = None  # The first of them.
 
     def _limit_reached(self, counts: Dict[str, Any]) -> bool:
         return self._step_limit is not None and counts.get(self._steps_key, 0) >= self._step_limit
@@ -256,6 +257,8 @@ class CountedLoop:
         """Keeps `counts`, the reply of a call made at `asked_at` (time.monotonic())."""
         self._counts = counts
         self._known_totals.append(_KnownCount(counts.get(self._steps_key, 0), asked_at))
+        if self._first_known is None:
+            self._first_known = self._known_totals[-1]
 
     def _count(self, episode: EpisodeStatistics, extra: Dict[str, Any],
                max_unanswered: int = 1) -> None:
@@ -343,10 +346,10 @@ class CountedLoop:
 
     def _limit_within_gather_horizon(self) -> bool:
         """Whether the step limit may be within `GATHER_HORIZON_S` seconds of the program's
-        fastest rate since the last count this loop knows (no rate known counts as within)."""
+        mean rate since the last count this loop knows (no rate known counts as within)."""
         if self._step_limit is None:
             return False
-        rate = self._fastest_rate()
+        rate = self._mean_rate()
         if rate is None:
             return True
         return self._projected_count(GATHER_HORIZON_S * rate) >= self._step_limit
@@ -366,14 +369,16 @@ class CountedLoop:
             return None
         return max(later.steps - earlier.steps for earlier, later in zip(totals, totals[1:]))
 
-    def _fastest_rate(self) -> Optional[float]:
-        """The most steps a second the program counted between two replies this loop read (of
-        the last `RATE_WINDOW`, timed by when their calls were made); None before two counts
-        are known (or when no time passed between them)."""
-        totals = list(self._known_totals)
-        rates = [(later.steps - earlier.steps) / (later.at - earlier.at)
-                 for earlier, later in zip(totals, totals[1:]) if later.at > earlier.at]
-        return max(rates) if rates else None
+    def _mean_rate(self) -> Optional[float]:
+        """The steps a second the program counted from the first count this loop read to the
+        last (timed by when their calls were made); None before two counts are known.
+
+        A mean over the whole run rather than the fastest between two replies: the counts of
+        several environments of one loop ending at one step go microseconds apart."""
+        first, last = self._first_known, self._known_totals[-1] if self._known_totals else None
+        if first is None or last is None or last.at <= first.at:
+            return None
+        return (last.steps - first.steps) / (last.at - first.at)
 
     def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
              counts: Dict[str, Any]) -> Dict[str, Any]:
@@ -420,7 +425,7 @@ class EnvironmentLoop(CountedLoop):
     unless the program's rate jumps more than that within one episode; were
     the late reply then at the limit, the episode is dropped where it is
     (uncounted; its items already written stay in replay). Far from the limit
-    (more than `GATHER_HORIZON_S` seconds of the program's fastest rate away)
+    (more than `GATHER_HORIZON_S` seconds of the program's mean rate away)
     the episodes finished within `count_interval_s` of the last count go in
     one increment; nearer each one is counted as it ends (see `CountedLoop`),
     so an increment that comes late (its loop held off its core) still holds
