@@ -345,8 +345,9 @@ class CountedLoop:
         return self._projected_count(HEADROOM_EPISODES * most) >= self._step_limit
 
     def _limit_within_gather_horizon(self) -> bool:
-        """Whether the step limit may be within `GATHER_HORIZON_S` seconds of the program's
-        mean rate since the last count this loop knows (no rate known counts as within)."""
+        """Whether the step limit may be less than `GATHER_HORIZON_S` seconds of the program's
+        mean rate (`_mean_rate`) beyond the last count this loop knows, with its steps not known
+        to be counted (no rate known counts as within)."""
         if self._step_limit is None:
             return False
         rate = self._mean_rate()
