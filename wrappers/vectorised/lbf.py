@@ -38,6 +38,7 @@ LOAD = 5
 _DELTAS = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1], [0, 0]], np.int64)
 _MOVES = _DELTAS[1:5]
 _SPAWN_ATTEMPTS = 1000
+_FOOD, _WALL = 1, 2
 
 
 def _per_item(value: Any, count: int, name: str) -> np.ndarray:
@@ -100,6 +101,12 @@ class VectorisedForaging(BatchedEnvironment):
         self._food_spawned = np.zeros(self._num_envs, np.float64)
         self._steps = np.zeros(self._num_envs, np.int64)
         self._legal = np.zeros(shape + (NUM_ACTIONS,), np.float32)
+        # Each field with a border of one cell: _WALL on the border, _FOOD under food, else 0.
+        self._border = np.full((self._rows + 2, self._cols + 2), _WALL, np.int8)
+        self._border[1:-1, 1:-1] = 0
+        self._grid = np.repeat(self._border[None], self._num_envs, axis=0)
+        # Flat offsets of the 4 cells a player moves to (N, S, W, E) in its bordered field.
+        self._move_offsets = _MOVES[:, 0] * (self._cols + 2) + _MOVES[:, 1]
         self._rngs: List[Optional[np.random.Generator]] = [None] * self._num_envs
 
     def observation_spec(self) -> Dict[str, OLT]:
@@ -118,19 +125,42 @@ class VectorisedForaging(BatchedEnvironment):
     # Resets, one environment at a time with its own generator.
 
     def _reset_envs(self, indices: np.ndarray, seeds: Sequence[Optional[int]]) -> None:
-        for index, seed in zip(indices, seeds):
+        previous = self._pos[indices].tolist()
+        previous_levels = self._level[indices].tolist()
+        food_pos = np.zeros((len(indices), self._num_food, 2), np.int64)
+        food_level = np.zeros((len(indices), self._num_food), np.int64)
+        positions, levels = [], []
+        for row, (index, seed) in enumerate(zip(indices.tolist(), seeds)):
             if seed is not None or self._rngs[index] is None:
                 self._rngs[index] = seeding.np_random(seed)[0]
-            self._spawn(int(index), self._rngs[index])
+            placed = ([tuple(cell) for cell in previous[row]] if self._placed[index]
+                      else [None] * self.num_agents)
+            env_positions, env_levels, foods = self._spawn(index, self._rngs[index], placed, previous_levels[row])
+            positions.append(env_positions)
+            levels.append(env_levels)
+            for slot, (cell, level) in enumerate(sorted(foods.items())):
+                food_pos[row, slot] = cell
+                food_level[row, slot] = level
+        self._pos[indices] = positions
+        self._level[indices] = levels
+        self._placed[indices] = True
+        self._food_pos[indices] = food_pos
+        self._food_level[indices] = food_level
+        self._food_spawned[indices] = food_level.sum(axis=1)
+        self._steps[indices] = 0
+        grids = np.repeat(self._border[None], len(indices), axis=0)
+        env_rows = np.repeat(np.arange(len(indices)), self._num_food)
+        grids[env_rows, food_pos[..., 0].ravel() + 1, food_pos[..., 1].ravel() + 1] = \
+            np.where(food_level.ravel() > 0, _FOOD, 0)
+        self._grid[indices] = grids
 
-    def _spawn(self, index: int, rng: np.random.Generator) -> None:
-        """The package's `spawn_players` then `spawn_food`, with the same draws."""
-        positions: List[Optional[Tuple[int, int]]] = (
-            [tuple(p) for p in self._pos[index].tolist()] if self._placed[index] else [None] * self.num_agents)
-        levels = self._level[index].tolist()
+    def _spawn(self, index: int, rng: np.random.Generator, positions: List[Optional[Tuple[int, int]]],
+               levels: List[int]) -> Tuple[List[Tuple[int, int]], List[int], Dict[Tuple[int, int], int]]:
+        """The package's `spawn_players` then `spawn_food`, with the same draws: the players'
+        cells and levels (starting from the previous episode's) and the foods' levels by cell."""
         permutation = rng.permutation(self.num_agents)
-        for player, low, high in zip(range(self.num_agents), self._min_player_level[permutation],
-                                     self._max_player_level[permutation]):
+        for player, low, high in zip(range(self.num_agents), self._min_player_level[permutation].tolist(),
+                                     self._max_player_level[permutation].tolist()):
             for _ in range(_SPAWN_ATTEMPTS):
                 cell = (int(rng.integers(0, self._rows)), int(rng.integers(0, self._cols)))
                 if cell not in positions:
@@ -140,17 +170,7 @@ class VectorisedForaging(BatchedEnvironment):
         if any(position is None for position in positions):
             raise RuntimeError(f"environment {index}: could not place every player on a "
                                f"{self._rows}x{self._cols} field in {_SPAWN_ATTEMPTS} draws")
-        foods = self._spawn_food(rng, levels, set(positions))
-        self._pos[index] = positions
-        self._level[index] = levels
-        self._placed[index] = True
-        self._food_pos[index] = 0
-        self._food_level[index] = 0
-        for slot, (cell, level) in enumerate(sorted(foods.items())):
-            self._food_pos[index, slot] = cell
-            self._food_level[index, slot] = level
-        self._food_spawned[index] = sum(foods.values())
-        self._steps[index] = 0
+        return positions, levels, self._spawn_food(rng, levels, set(positions))
 
     def _spawn_food(self, rng: np.random.Generator, player_levels: List[int],
                     occupied: set) -> Dict[Tuple[int, int], int]:
@@ -215,6 +235,8 @@ class VectorisedForaging(BatchedEnvironment):
         if self._penalty:
             reward -= self._penalty * (adjacent & ~loaded[:, None, :]).any(axis=-1)
         self._food_level = np.where(loaded, 0, food_level)
+        env_index, slot = np.nonzero(loaded)
+        self._grid[env_index, self._food_pos[env_index, slot, 0] + 1, self._food_pos[env_index, slot, 1] + 1] = 0
         return reward
 
     def _observe(self) -> Observation:
@@ -243,20 +265,19 @@ class VectorisedForaging(BatchedEnvironment):
         player_obs = _compact(visible, player_values, (-1, -1, 0)[:self._player_columns])
         observation = np.concatenate([food_obs.reshape(num_envs, num_agents, -1),
                                       player_obs.reshape(num_envs, num_agents, -1)], axis=-1)
-        self._legal = self._legal_actions(offset, alive)
+        self._legal = self._legal_actions()
         return Observation(observation, self._legal, observation.reshape(num_envs, -1))
 
-    def _legal_actions(self, food_offset: np.ndarray, alive: np.ndarray) -> np.ndarray:
+    def _legal_actions(self) -> np.ndarray:
         """[B, N, 6] float32: NONE; a move onto the field but not onto food; LOAD next to food."""
-        target = self._pos[:, :, None, :] + _MOVES  # [B, N, 4, 2]
-        on_field = ((target >= 0).all(-1) & (target[..., 0] < self._rows) & (target[..., 1] < self._cols))
-        onto_food = ((food_offset[:, :, None, :, :] == _MOVES[None, None, :, None, :]).all(-1)
-                     & alive[:, None, None, :]).any(-1)
-        next_to_food = ((np.abs(food_offset).sum(-1) == 1) & alive[:, None, :]).any(-1)
+        width = self._cols + 2
+        cell = (np.arange(self._num_envs)[:, None] * (self._rows + 2) * width
+                + (self._pos[..., 0] + 1) * width + self._pos[..., 1] + 1)
+        neighbours = self._grid.ravel()[cell[..., None] + self._move_offsets]  # [B, N, 4]
         legal = np.empty(self._pos.shape[:2] + (NUM_ACTIONS,), np.float32)
         legal[..., 0] = 1.0
-        legal[..., 1:5] = on_field & ~onto_food
-        legal[..., LOAD] = next_to_food
+        legal[..., 1:5] = neighbours == 0
+        legal[..., LOAD] = (neighbours == _FOOD).any(-1)
         return legal
 
 
