@@ -54,11 +54,9 @@ def _per_item(value: Any, count: int, name: str) -> np.ndarray:
 class VectorisedForaging(BatchedEnvironment):
     """B Level-Based Foraging environments stepped in one call (see the module docstring).
 
-    Args:
-      num_envs: B.
-      players ... penalty: as lbforaging's `ForagingEnv` (a `Foraging-*` id's kwargs).
-      grid_observation: must be False: the grid-observation ids are not vectorised.
-      render_mode: must be None (nothing is drawn).
+    Every argument but `num_envs` (B) is lbforaging's `ForagingEnv`'s, as a `Foraging-*` id
+    gives them (`gymnasium.spec(id).kwargs`); `grid_observation` must be False (the
+    grid-observation ids are not vectorised) and `render_mode` None (nothing is drawn).
     """
 
     def __init__(self, num_envs: int, players: int, min_player_level: Any, max_player_level: Any,
