@@ -1,7 +1,7 @@
 """Vectorised environments (`wrappers.vectorised`): B environments in one NumPy call, step for step
 equal to the reference package's environment behind `wrappers.make_environment_factory`."""
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import dm_env
 import numpy as np
@@ -43,16 +43,24 @@ def assert_same_step(vectorised: BatchedEnvironment, batched: BatchedTimeStep, i
     assert np.array_equal(extras["env_state"], reference.get_extras()["env_state"]), f"{where} env_state"
 
 
-def run_side_by_side(name: str, num_envs: int, steps: int, seed: int = 0, **env_kwargs: Any) -> Dict[str, int]:
+def uniform_actions(batched: BatchedTimeStep, rng: np.random.Generator) -> np.ndarray:
+    """Uniformly random actions."""
+    return rng.integers(0, batched.legal_actions.shape[-1], size=batched.legal_actions.shape[:2])
+
+
+def run_side_by_side(name: str, num_envs: int, steps: int, seed: int = 0,
+                     choose: Callable[[BatchedTimeStep, np.random.Generator], np.ndarray] = eager_actions,
+                     **env_kwargs: Any) -> Dict[str, int]:
     """Steps B vectorised and B reference environments (seeds seed, seed + 1, ...) with the same
-    actions, checking every step; counts what happened (ends, rewards) so tests can see it was tried."""
+    actions (`choose`), checking every step; counts what happened (ends, rewards, steps where the
+    agents' rewards differ) so tests can see it was tried."""
     vectorised = make_vectorised_environment(name, num_envs, **env_kwargs)
     factory = wrappers.make_environment_factory(name, **env_kwargs)
     references = [factory(seed=seed + index) for index in range(num_envs)]
     rng = np.random.default_rng(seed)
     batched = vectorised.reset([seed + index for index in range(num_envs)])
     expected = [reference.reset() for reference in references]
-    seen = {"terminal": 0, "truncated": 0, "positive": 0, "negative": 0}
+    seen = {"terminal": 0, "truncated": 0, "positive": 0, "negative": 0, "unequal": 0}
     for step in range(steps + 1):
         for index, reference in enumerate(references):
             assert_same_step(vectorised, batched, index, reference, expected[index], f"{name} step {step} env {index}")
@@ -63,7 +71,8 @@ def run_side_by_side(name: str, num_envs: int, steps: int, seed: int = 0, **env_
                 rewards = np.array(list(expected[index].reward.values()))
                 seen["positive"] += int((rewards > 0).sum())
                 seen["negative"] += int((rewards < 0).sum())
-        actions = eager_actions(batched, rng)
+                seen["unequal"] += int(len(set(rewards.tolist())) > 1)
+        actions = choose(batched, rng)
         batched = vectorised.step(actions)
         expected = [reference.step({agent: int(actions[index, n]) for n, agent in enumerate(reference.agents)})
                     for index, reference in enumerate(references)]
@@ -96,14 +105,23 @@ def test_lbf_episodes_end_both_ways():
     assert seen["terminal"] > 0 and seen["truncated"] > 0, seen
 
 
-def test_every_registered_lbf_id_has_a_vectorised_implementation_with_the_reference_specs():
+@pytest.mark.parametrize("num_envs,steps,env_kwargs", [(4, 300, {}),
+                                                      (2, 200, {"N": 5, "local_ratio": 0.3, "max_cycles": 40})])
+def test_simple_spread_equals_the_package_step_for_step(num_envs, steps, env_kwargs):
+    # Bit for bit, contact forces included: agents that touch get unequal (collision) rewards.
+    seen = run_side_by_side("mpe/simple_spread_v3", num_envs, steps, choose=uniform_actions, **env_kwargs)
+    assert seen["truncated"] > 0 and seen["unequal"] > 0, seen
+
+
+def test_every_registered_lbf_id_has_a_vectorised_implementation_and_specs_are_the_reference_ones():
     names = wrappers.available_environments()["lbf"]
     assert sorted(vectorised_families()["lbf"]) == sorted(names) and len(names) == 1920
     for name in names:
         assert vectorised_implementation(f"lbf/{name}") is not None
-    for env_id in ("Foraging-8x8-2p-2f-coop-v3", "Foraging-2s-12x12-4p-3f-v3", "Foraging-5x5-9p-1f-v3"):
-        vectorised = make_vectorised_environment(f"lbf/{env_id}", 3)
-        reference = wrappers.make_environment_factory(f"lbf/{env_id}")()
+    for name in ("lbf/Foraging-8x8-2p-2f-coop-v3", "lbf/Foraging-2s-12x12-4p-3f-v3", "lbf/Foraging-5x5-9p-1f-v3",
+                 "mpe/simple_spread_v3"):
+        vectorised = make_vectorised_environment(name, 3)
+        reference = wrappers.make_environment_factory(name)()
         assert vectorised.agents == reference.agents
         assert vectorised.observation_spec() == reference.observation_spec()
         assert vectorised.action_spec() == reference.action_spec()
@@ -162,8 +180,12 @@ def test_bad_input_is_refused():
                                          r"family 'lbf' has 1920 environments; close matches: "
                                          r"Foraging-8x8-2p-2f-coop-v3"):
         vectorised_implementation("lbf/Foraging-8x8-2p-2f-cop-v3")
+    with pytest.raises(ValueError, match=r"'mpe/simple_tag_v3': family 'mpe' has simple_spread_v3"):
+        vectorised_implementation("mpe/simple_tag_v3")
+    with pytest.raises(ValueError, match=r"default options only; got \{'continuous_actions': True\}"):
+        make_vectorised_environment("mpe/simple_spread_v3", 2, continuous_actions=True)
     assert vectorised_implementation("sisl/pursuit_v5") is None
-    with pytest.raises(ValueError, match="the vectorised families are lbf"):
+    with pytest.raises(ValueError, match="the vectorised families are lbf, mpe"):
         make_vectorised_environment("sisl/pursuit_v5", 4)
     with pytest.raises(ValueError, match="vector observations only"):
         make_vectorised_environment(LBF, 2, grid_observation=True)

@@ -46,8 +46,17 @@ def _make_lbf(env_name: str, num_envs: int, **env_kwargs: Any) -> BatchedEnviron
         raise ValueError(f"vectorised lbf/{env_name}: {error}") from None
 
 
+def _make_mpe(env_name: str, num_envs: int, **env_kwargs: Any) -> BatchedEnvironment:
+    from wrappers.vectorised.mpe import VectorisedSimpleSpread  # pylint: disable=import-outside-toplevel
+    try:
+        return VectorisedSimpleSpread(num_envs, **env_kwargs)
+    except TypeError as error:
+        raise ValueError(f"vectorised mpe/{env_name}: {error}") from None
+
+
 _FAMILIES: Dict[str, VectorisedFamily] = {
     "lbf": VectorisedFamily(_make_lbf, _lbf_ids),
+    "mpe": VectorisedFamily(_make_mpe, lambda: ["simple_spread_v3"]),
 }
 
 
