@@ -88,15 +88,20 @@ class BatchedEnvironment(abc.ABC):
     A family implements `_reset_envs`, `_transition` and `_observe`; this class checks
     actions, resets the environments whose episode ended at the previous step, and
     assembles the `BatchedTimeStep`. Agents are `agent_0`, `agent_1`, ... with the
-    specs a `MultiAgentEnvironment` of the same task has.
+    specs a `MultiAgentEnvironment` of the same task has: float32 observations of
+    `observation_shape`, `num_actions` discrete actions, and a float32 global state of
+    `state_shape` (None: no state).
     """
 
-    def __init__(self, num_envs: int, num_agents: int, num_actions: int):
+    def __init__(self, num_envs: int, num_agents: int, num_actions: int, observation_shape: Tuple[int, ...],
+                 state_shape: Optional[Tuple[int, ...]] = None):
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         self._num_envs = int(num_envs)
         self._agents = [f"agent_{index}" for index in range(num_agents)]
         self._num_actions = int(num_actions)
+        self._observation_shape = tuple(observation_shape)
+        self._state_shape = None if state_shape is None else tuple(state_shape)
         self._episode_over: Optional[np.ndarray] = None
 
     @property
@@ -114,9 +119,13 @@ class BatchedEnvironment(abc.ABC):
         """The length of the agent axis."""
         return len(self._agents)
 
-    @abc.abstractmethod
     def observation_spec(self) -> Dict[str, OLT]:
         """Per agent, an OLT of specs of one environment (as `MultiAgentEnvironment.observation_spec`)."""
+        spec = OLT(observation=specs.Array(self._observation_shape, np.float32, name="observation"),
+                   legal_actions=specs.BoundedArray((self._num_actions,), np.float32, 0.0, 1.0,
+                                                    name="legal_actions"),
+                   terminal=specs.Array((), np.float32, name="terminal"))
+        return {agent: spec for agent in self._agents}
 
     def action_spec(self) -> Dict[str, specs.Array]:
         """Per agent, a DiscreteArray (int32) with one value per action."""
@@ -125,7 +134,9 @@ class BatchedEnvironment(abc.ABC):
 
     def extras_spec(self) -> Dict[str, specs.Array]:
         """`{"env_state": spec}` of one environment's global state, or `{}` without one."""
-        return {}
+        if self._state_shape is None:
+            return {}
+        return {"env_state": specs.Array(self._state_shape, np.float32, name="env_state")}
 
     def reset(self, seeds: Optional[Sequence[Optional[int]]] = None) -> BatchedTimeStep:
         """Starts a new episode in every environment; a FIRST step for all of them.

@@ -26,10 +26,8 @@ order does not change the outcome and the loading here is done for all foods at 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from dm_env import specs
 from gymnasium.utils import seeding
 
-from wrappers.types import OLT
 from wrappers.vectorised.base import BatchedEnvironment, Observation, Transition
 
 NUM_ACTIONS = 6  # NONE, NORTH, SOUTH, WEST, EAST, LOAD
@@ -69,7 +67,10 @@ class VectorisedForaging(BatchedEnvironment):
                              "(grid_observation=True is the package's)")
         if render_mode is not None:
             raise ValueError(f"the vectorised Level-Based Foraging does not render (render_mode={render_mode!r})")
-        super().__init__(num_envs, int(players), NUM_ACTIONS)
+        player_columns = 3 if observe_agent_levels else 2
+        observation_size = 3 * int(max_num_food) + player_columns * int(players)
+        super().__init__(num_envs, int(players), NUM_ACTIONS, (observation_size,),
+                         (int(players) * observation_size,))
         self._rows, self._cols = (int(size) for size in field_size)
         if min(self._rows, self._cols) < 3:
             raise ValueError(f"field_size {field_size}: foods spawn inside the border, so both sides must be >= 3")
@@ -84,9 +85,8 @@ class VectorisedForaging(BatchedEnvironment):
         self._max_episode_steps = int(max_episode_steps)
         self._force_coop = bool(force_coop)
         self._normalize_reward = bool(normalize_reward)
-        self._player_columns = 3 if observe_agent_levels else 2
+        self._player_columns = player_columns
         self._penalty = float(penalty)
-        self._observation_size = 3 * self._num_food + self._player_columns * self.num_agents
         # Observer i lists itself first, then the others in order.
         self._player_order = np.array([[i] + [j for j in range(self.num_agents) if j != i]
                                        for i in range(self.num_agents)], np.int64)
@@ -106,19 +106,6 @@ class VectorisedForaging(BatchedEnvironment):
         # Flat offsets of the 4 cells a player moves to (N, S, W, E) in its bordered field.
         self._move_offsets = _MOVES[:, 0] * (self._cols + 2) + _MOVES[:, 1]
         self._rngs: List[Optional[np.random.Generator]] = [None] * self._num_envs
-
-    def observation_spec(self) -> Dict[str, OLT]:
-        """Per agent: float32 observations of 3 * foods + 3 * players values (2 per player
-        without levels), 6 legal actions, a terminal flag."""
-        spec = OLT(observation=specs.Array((self._observation_size,), np.float32, name="observation"),
-                   legal_actions=specs.BoundedArray((NUM_ACTIONS,), np.float32, 0.0, 1.0, name="legal_actions"),
-                   terminal=specs.Array((), np.float32, name="terminal"))
-        return {agent: spec for agent in self._agents}
-
-    def extras_spec(self) -> Dict[str, specs.Array]:
-        """The global state: every agent's observation, concatenated."""
-        return {"env_state": specs.Array((self.num_agents * self._observation_size,), np.float32,
-                                         name="env_state")}
 
     # Resets, one environment at a time with its own generator.
 

@@ -14,13 +14,11 @@ states equal the package's exactly; resets draw from each environment's own
 generator as the package does.
 """
 
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
-from dm_env import specs
 from gymnasium.utils import seeding
 
-from wrappers.types import OLT
 from wrappers.vectorised.base import BatchedEnvironment, Observation, Transition
 
 NUM_ACTIONS = 5  # no action, left, right, down, up
@@ -60,11 +58,11 @@ class VectorisedSimpleSpread(BatchedEnvironment):
                              f"got {changed}")
         if not 0.0 <= local_ratio <= 1.0:
             raise ValueError(f"local_ratio is a proportion in [0, 1], got {local_ratio}")
-        super().__init__(num_envs, int(N), NUM_ACTIONS)
+        count = int(N)
+        observation_size = 4 + 2 * count + (2 + _COMMUNICATION_SIZE) * (count - 1)
+        super().__init__(num_envs, count, NUM_ACTIONS, (observation_size,), (count * observation_size,))
         self._local_ratio = float(local_ratio)
         self._max_cycles = int(max_cycles)
-        count = self.num_agents
-        self._observation_size = 4 + 2 * count + (2 + _COMMUNICATION_SIZE) * (count - 1)
         self._others = np.array([[j for j in range(count) if j != i] for i in range(count)], np.int64)
         self._pos = np.zeros((self._num_envs, count, 2))
         self._vel = np.zeros((self._num_envs, count, 2))
@@ -72,18 +70,6 @@ class VectorisedSimpleSpread(BatchedEnvironment):
         self._steps = np.zeros(self._num_envs, np.int64)
         self._legal = np.ones((self._num_envs, count, NUM_ACTIONS), np.float32)
         self._rngs: List[Optional[np.random.Generator]] = [None] * self._num_envs
-
-    def observation_spec(self) -> Dict[str, OLT]:
-        """Per agent: float32 observations, 5 (always legal) actions, a terminal flag."""
-        spec = OLT(observation=specs.Array((self._observation_size,), np.float32, name="observation"),
-                   legal_actions=specs.BoundedArray((NUM_ACTIONS,), np.float32, 0.0, 1.0, name="legal_actions"),
-                   terminal=specs.Array((), np.float32, name="terminal"))
-        return {agent: spec for agent in self._agents}
-
-    def extras_spec(self) -> Dict[str, specs.Array]:
-        """The global state: every agent's observation, concatenated (the package's `state()`)."""
-        return {"env_state": specs.Array((self.num_agents * self._observation_size,), np.float32,
-                                         name="env_state")}
 
     def _reset_envs(self, indices: np.ndarray, seeds: Sequence[Optional[int]]) -> None:
         count = self.num_agents
