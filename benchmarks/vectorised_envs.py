@@ -1,12 +1,13 @@
 """Environment steps per second of the vectorised environments against the reference packages.
 
-    .venv/bin/python -m benchmarks.vectorised_envs [--envs lbf/Foraging-8x8-2p-2f-coop-v3]
+    .venv/bin/python -m benchmarks.vectorised_envs [--envs lbf/Foraging-8x8-2p-2f-coop-v3,mpe/simple_spread_v3]
         [--batch_sizes 1,16,128,1024] [--clock cpu]
 
 For each environment name, with uniformly random actions (illegal ones included: both
 implementations replace them by the package's rule), one core:
 
-  reference bare     the package's environment (`gymnasium.make`), one step per call
+  reference bare     the package's environment (Gymnasium or PettingZoo parallel), one step
+                     per call
   reference wrapped  `make_environment_factory(name)`'s MultiAgentEnvironment, reading the
                      global state every step (what an executor steps today)
   vectorised B=b     `make_vectorised_environment(name, b)`: one call steps b environments,
@@ -25,29 +26,32 @@ if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): fi
 
 from benchmarks import common  # noqa: E402
 
-DEFAULT_ENVS = "lbf/Foraging-8x8-2p-2f-coop-v3,lbf/Foraging-2s-8x8-2p-2f-coop-v3"
+DEFAULT_ENVS = "lbf/Foraging-8x8-2p-2f-coop-v3,lbf/Foraging-2s-8x8-2p-2f-coop-v3,mpe/simple_spread_v3"
 DEFAULT_BATCH_SIZES = "1,16,128,1024"
 ENV_STEPS_PER_CALL = 128  # reference steps per timed call (vectorised: one batched step per call)
 ACTION_SETS = 64  # distinct random joint actions cycled through
 
 
 def reference_bare_stepper(name: str) -> Callable[[], int]:
-    """Steps the package's environment with random actions, resetting it at each episode's end."""
+    """Steps the package's environment (a Gymnasium env with Tuple spaces, or a PettingZoo
+    parallel env) with random actions, resetting it at each episode's end."""
     import numpy as np  # pylint: disable=import-outside-toplevel
     import wrappers.registry as registry  # pylint: disable=import-outside-toplevel
 
     env = registry._resolve(name).make(name.partition("/")[2])  # pylint: disable=protected-access
     env.reset(seed=0)
-    num_agents, num_actions = len(env.action_space.spaces), int(env.action_space.spaces[0].n)
-    actions = [tuple(row) for row in np.random.default_rng(0).integers(0, num_actions, (ACTION_SETS, num_agents))
-               .tolist()]
+    parallel = hasattr(env, "possible_agents")
+    spaces = [env.action_space(agent) for agent in env.possible_agents] if parallel else env.action_space.spaces
+    draws = np.random.default_rng(0).integers(0, int(spaces[0].n), (ACTION_SETS, len(spaces))).tolist()
+    actions = ([dict(zip(env.possible_agents, row)) for row in draws] if parallel
+               else [tuple(row) for row in draws])
     counter = [0]
 
     def step() -> int:
         for _ in range(ENV_STEPS_PER_CALL):
             counter[0] += 1
             _, _, terminated, truncated, _ = env.step(actions[counter[0] % ACTION_SETS])
-            if terminated is True or truncated is True:
+            if (not env.agents) if parallel else (terminated is True or truncated is True):
                 env.reset()
         return ENV_STEPS_PER_CALL
 
