@@ -27,6 +27,9 @@ LAST = np.int8(dm_env.StepType.LAST)
 class BatchedTimeStep(NamedTuple):
     """One step of B environments; the first axis of every array is the environment.
 
+    Arrays may share memory with each other (the state with the observations) or be
+    read-only constants: copy one before changing it in place.
+
     Attributes:
       step_type: [B] int8 `dm_env.StepType` values (FIRST after a reset, LAST at an episode's end).
       reward: [B, num_agents] float32; 0 on FIRST steps.

@@ -69,6 +69,7 @@ class VectorisedSimpleSpread(BatchedEnvironment):
         self._landmarks = np.zeros((self._num_envs, count, 2))
         self._steps = np.zeros(self._num_envs, np.int64)
         self._legal = np.ones((self._num_envs, count, NUM_ACTIONS), np.float32)
+        self._legal.setflags(write=False)  # the same array every step
         self._rngs: List[Optional[np.random.Generator]] = [None] * self._num_envs
 
     def _reset_envs(self, indices: np.ndarray, seeds: Sequence[Optional[int]]) -> None:
