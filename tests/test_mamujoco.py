@@ -65,8 +65,8 @@ def observation_sizes(**env_kwargs):
 
 
 def test_agent_obsk_sets_how_far_each_agent_sees():
-    # Each agent's 3 joints' positions and velocities (6 + 6 = 12 with its own; obsk=0) plus the
-    # body's global readings, then the positions of the joints 1 and 2 hops away.
+    # obsk=0: an agent's own joints (and the body's global readings); 1 and 2 add the positions of
+    # the joints 1 and 2 hops away in the body's graph.
     near, default, far = observation_sizes(agent_obsk=0), observation_sizes(), observation_sizes(agent_obsk=2)
     assert default == observation_sizes(agent_obsk=1)
     assert all(a < b < c for a, b, c in zip(near, default, far)), (near, default, far)
