@@ -1,5 +1,6 @@
 # The README's commands: `make run` trains MADQN briefly, `make test` runs the tests.
-# Both create .venv (CPython 3.10) from requirements.txt + constraints.txt when it is missing.
+# Both create .venv (CPython 3.10) from requirements.txt + constraints.txt when it is missing
+# (and, as root, install the Debian libraries MuJoCo's headless rendering needs if they are not).
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -13,12 +14,13 @@ RUN_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt setup.py
+$(STAMP): requirements.txt constraints.txt setup.py scripts/install_render_libraries.sh
 	@python=$$(scripts/find_python310.sh) || exit 1; \
 	if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$python"; "$$python" -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade "pip<26"
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@scripts/install_render_libraries.sh
 	@touch $(STAMP)
 
 # About two minutes on 2 cores: enough steps for the greedy return to pass a random policy's

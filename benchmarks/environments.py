@@ -1,6 +1,7 @@
 """Environment steps per second, bare and wrapped, and the random policy's return, per environment.
 
     .venv/bin/python -m benchmarks.environments [--envs lbf/Foraging-8x8-2p-2f-coop-v3,rware/rware-tiny-2ag-v2]
+    .venv/bin/python -m benchmarks.environments --envs mamujoco/HalfCheetah-2x3,mamujoco/Ant-4x2
 
 For each environment name:
 
@@ -25,12 +26,25 @@ STEPS_PER_CALL = 100
 
 
 def bare_stepper(name: str) -> Callable[[], int]:
-    """Steps the environment its family makes (before any wrapper) with random actions."""
+    """Steps the environment its family makes (before any wrapper) with random actions: a
+    Gymnasium env (LBF, RWARE: Tuple spaces) or a PettingZoo parallel env (MaMuJoCo)."""
     import wrappers.registry as registry  # pylint: disable=import-outside-toplevel
 
     family = registry._resolve(name)  # pylint: disable=protected-access
     env = family.make(name.partition("/")[2])
     env.reset(seed=0)
+    if hasattr(env, "possible_agents"):
+        for index, agent in enumerate(env.possible_agents):
+            env.action_space(agent).seed(index)
+
+        def step() -> int:
+            for _ in range(STEPS_PER_CALL):
+                env.step({agent: env.action_space(agent).sample() for agent in env.agents})
+                if not env.agents:
+                    env.reset()
+            return STEPS_PER_CALL
+
+        return step
     env.action_space.seed(0)
 
     def step() -> int:
@@ -45,19 +59,16 @@ def bare_stepper(name: str) -> Callable[[], int]:
 
 def wrapped_stepper(name: str) -> Callable[[], int]:
     """Steps the wrapped environment with random legal actions, reading the global state."""
-    import numpy as np  # pylint: disable=import-outside-toplevel
+    from mava_systems.components.random_policy import RandomExecutor  # pylint: disable=import-outside-toplevel
     import wrappers  # pylint: disable=import-outside-toplevel
 
     env = wrappers.make_environment_factory(name)(seed=0)
-    rng = np.random.default_rng(0)
+    policy = RandomExecutor(env.action_spec(), seed=0)
     state = {"timestep": env.reset()}
 
     def step() -> int:
         for _ in range(STEPS_PER_CALL):
-            timestep = state["timestep"]
-            actions = {agent: np.int32(rng.choice(np.flatnonzero(timestep.observation[agent].legal_actions)))
-                       for agent in env.agents}
-            state["timestep"] = env.step(actions)
+            state["timestep"] = env.step(policy.select_actions(state["timestep"].observation))
             env.get_extras()
         return STEPS_PER_CALL
 

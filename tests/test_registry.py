@@ -28,7 +28,7 @@ def test_available_environments_lists_the_families() -> None:
     # Families a user registered (another test in this process may have, e.g. "tutorial") come on
     # top of the built-in ones.
     assert set(available) - set(_USER) == {"mpe", "sisl", "butterfly", "classic", "debug",
-                                          "gymnasium", "lbf", "rware"}
+                                          "gymnasium", "lbf", "rware", "mamujoco"}
     assert {"simple_spread_v3", "simple_reference_v3", "simple_v3"} <= set(available["mpe"])
     assert {"pursuit_v5", "multiwalker_v9"} <= set(available["sisl"])
     assert {"cooperative_pong_v6", "knights_archers_zombies_v11", "pistonball_v6"} <= set(available["butterfly"])
@@ -51,7 +51,7 @@ def test_every_registered_module_has_the_constructor_used() -> None:
 def test_unknown_family_lists_the_families(name: str) -> None:
     with pytest.raises(ValueError) as error:
         make_environment_factory(name)
-    for family in ("mpe", "sisl", "butterfly", "classic", "debug", "gymnasium", "lbf", "rware"):
+    for family in ("mpe", "sisl", "butterfly", "classic", "debug", "gymnasium", "lbf", "rware", "mamujoco"):
         assert family in str(error.value)
 
 

@@ -2,7 +2,8 @@
 
 Built-in families: PettingZoo's (mpe, sisl, butterfly, classic), the debug environments,
 single-agent Gymnasium ids ("gymnasium/<EnvId>"), Level-Based Foraging ("lbf/<EnvId>") and
-Robotic Warehouse ("rware/<EnvId>"). `register_environment` and `register_family` add a
+Robotic Warehouse ("rware/<EnvId>"), Multi-Agent MuJoCo ("mamujoco/<Scenario>-<agent_conf>").
+`register_environment` and `register_family` add a
 user's own; the module that registers them is recorded, so a fresh process (a `local_mp`
 node, `python -m mava_systems.evaluate`) imports it again to find them.
 """
@@ -20,6 +21,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Un
 import gymnasium
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
+from wrappers import mamujoco
 from wrappers.base import MultiAgentEnvironment
 from wrappers.gymnasium_env import SingleAgentParallelEnv
 from wrappers.gymnasium_multiagent import TupleSpaceParallelEnv, is_tuple_space_env
@@ -97,12 +99,15 @@ class EnvironmentFamily:
       listed: the names `available_environments` shows (default: `names`).
       registration: where a user's family was registered (a module, or a script's path);
         None for the built-in families.
+      check: for a family of unlisted names, `check(env_name)` raises ValueError naming the
+        problem with a name (the valid ones listed) before anything is built.
     """
 
     make: EnvMaker
     names: Optional[Callable[[], Sequence[str]]] = None
     listed: Optional[Callable[[], Sequence[str]]] = None
     registration: Optional[str] = None
+    check: Optional[Callable[[str], Any]] = None
 
 
 def _pettingzoo_family(family: str, spec: _Family) -> EnvironmentFamily:
@@ -161,6 +166,9 @@ _BUILTIN: Dict[str, EnvironmentFamily] = {
     # Robotic Warehouse (rware 2.0.0): every id registered on import (vector observations).
     # `max_episode_steps` (or the package's own `max_steps`) sets the episode length (500).
     "rware": _gymnasium_family("rware", "rware.", step_limit="max_steps", disable_env_checker=True),
+    # Multi-Agent MuJoCo (gymnasium-robotics 1.4.2): "<Scenario>-<agent_conf>", e.g. "HalfCheetah-2x3";
+    # ManySegmentSwimmer/ManySegmentAnt take any "<agents>x<segments>" conf, so names are checked.
+    "mamujoco": EnvironmentFamily(mamujoco.make, listed=mamujoco.fixed_names, check=mamujoco.parse_name),
 }
 _USER: Dict[str, EnvironmentFamily] = {}
 # Environments registered one by one (`register_environment`), by family, then env name.
@@ -352,6 +360,8 @@ def _resolve(name: str, registration: Optional[str] = None) -> EnvironmentFamily
         names = list(spec.names())
         if env_name not in names:
             raise _unknown_environment(name, family, env_name, names)
+    if spec.check is not None:
+        spec.check(env_name)
     return spec
 
 

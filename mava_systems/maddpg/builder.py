@@ -59,7 +59,8 @@ class MADDPGBuilder(MADQNBuilder):
             target_update_rate=config.target_update_rate, unpack=self.unpack_replay_items(),
             counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
-            steps_per_call=config.trainer_steps_per_call, jit_compile=config.jit_compile)
+            steps_per_call=config.trainer_steps_per_call, jit_compile=config.jit_compile,
+            **self.trainer_options())
 
     def make_executor(self, networks: MADDPGNetworks, exploration_schedule: ExplorationSchedule,
                       adder: Any = None, variable_client: Any = None,

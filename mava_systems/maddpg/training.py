@@ -108,6 +108,11 @@ class MADDPGTrainer(TrainerLoop):
         """The critic's value per row (a distribution's mean, for a distributional critic)."""
         return critic_output
 
+    def target_actions(self, key: str, observations: tf.Tensor) -> tf.Tensor:
+        """The actions of network `key`'s target policy for its stacked agents' `observations`
+        ([B, A, ...]): the next actions in the critics' targets."""
+        return agent_actions(self._networks.target_policies[key], observations)
+
     def _evaluate(self, critic: snt.Module, inputs: tf.Tensor) -> Any:
         """The critic on inputs [B, A, size], rows merged batch-major ([B * A])."""
         return critic(merge_agents(inputs))
@@ -124,8 +129,7 @@ class MADDPGTrainer(TrainerLoop):
             states = transitions.extras["env_state"]
             next_states = transitions.extras["next_env_state"]
         actions = {key: tf.cast(transitions.action[key], tf.float32) for key in keys}
-        next_actions = {key: agent_actions(networks.target_policies[key], next_observations[key])
-                        for key in keys}
+        next_actions = {key: self.target_actions(key, next_observations[key]) for key in keys}
         inputs = self._critic_inputs(observations, actions, states)
         next_inputs = self._critic_inputs(next_observations, next_actions, next_states)
         own_actions = {key: agent_actions(networks.policies[key], observations[key])
