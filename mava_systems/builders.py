@@ -80,7 +80,9 @@ class MultiAgentBuilder:
     def __init__(self, config: Any, environment_spec: MAEnvironmentSpec,
                  agent_networks: Dict[str, str], network_factory: Callable[..., Any],
                  run_dir: str):
-        """Args:
+        """Keeps what every part is made from.
+
+        Args:
           config: the system's config dataclass.
           environment_spec: the environment's spec (every agent's).
           agent_networks: `{agent: network key}` (agents sharing a key share networks).
@@ -166,16 +168,17 @@ class MultiAgentBuilder:
             return getattr(self, attribute)
         recurrent_attribute = f"recurrent_{attribute}"
         recurrent_class = getattr(self, recurrent_attribute)
-        setter = _defining_class(type(self), attribute)
-        recurrent_setter = _defining_class(type(self), recurrent_attribute)
-        if recurrent_class is None or (recurrent_setter is not setter
-                                       and issubclass(setter, recurrent_setter)):
+        # Where each is set: this builder itself, else the classes of its MRO, most derived first.
+        owners = [self, *type(self).__mro__]
+        setter = next(owner for owner in owners if attribute in vars(owner))
+        if recurrent_class is None or owners.index(setter) < next(
+                index for index, owner in enumerate(owners) if recurrent_attribute in vars(owner)):
+            where = getattr(setter, "__name__", f"this {type(self).__name__}")
             raise ValueError(
-                f"{type(self).__name__} sets {attribute} = {getattr(self, attribute).__name__} "
-                f"but not {recurrent_attribute}, which the builder uses with recurrent=True "
-                f"(now {getattr(recurrent_class, '__name__', None)}): set "
-                f"{recurrent_attribute} on {setter.__name__} too (e.g. the same change made "
-                "to the recurrent class), or use recurrent=False")
+                f"{where} sets {attribute} = {getattr(self, attribute).__name__} but not "
+                f"{recurrent_attribute}, which the builder uses with recurrent=True (now "
+                f"{getattr(recurrent_class, '__name__', None)}): set {recurrent_attribute} there "
+                "too (e.g. the same change made to the recurrent class), or use recurrent=False")
         return recurrent_class
 
     # The interface (see the module's docstring): each family implements these.
@@ -214,11 +217,6 @@ class MultiAgentBuilder:
                                  seed: int = 0) -> Any:
         """A greedy executor that writes nothing (the evaluator's, and `evaluate`'s)."""
         raise NotImplementedError
-
-
-def _defining_class(cls: type, attribute: str) -> type:
-    """The class of `cls`'s MRO whose own namespace sets `attribute`."""
-    return next(klass for klass in cls.__mro__ if attribute in vars(klass))
 
 
 class NStepReplayBuilder(MultiAgentBuilder):
