@@ -165,6 +165,26 @@ class RunConfig:
 
 
 @dataclasses.dataclass
+class MultiAgentConfig(RunConfig):
+    """`RunConfig`'s fields and those every multi-agent system has: how agents map to networks,
+    the discount, how executors follow the trainer and how many environments each steps.
+
+    Each family's config (`MADQNConfig`, `MAPPOConfig`, `MADDPGConfig`, ...) subclasses it
+    directly (its own fields follow these, and it may give these its own defaults); none
+    extends another family's config.
+    """
+
+    discount: float = bounded(0.99, 0.0, 1.0, doc="Discount per environment step.")
+    # Agents of one type (the name before the index, e.g. adversary_0) share networks.
+    shared_weights: bool = True
+    # Each agent's observation gets its one-hot index appended (`wrappers.AgentIDObservations`),
+    # so agents that share a network can learn different roles.
+    agent_ids: bool = True
+    variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
+    num_envs_per_executor: int = num_envs_per_executor_field()
+
+
+@dataclasses.dataclass
 class UniformReplayConfig(RunConfig):
     """`RunConfig`'s fields and those of a uniformly sampled, rate-limited replay (the table
     MADQN's builder makes, never prioritised), for systems that sample uniformly."""
@@ -177,7 +197,7 @@ class UniformReplayConfig(RunConfig):
     prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
     dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
 
-    # Read by the replay table MADQN's builder makes: sampling is uniform.
+    # Read by the replay table `NStepReplayBuilder` makes: sampling is uniform.
     prioritized_replay = False
 
     def __post_init__(self):

@@ -1,6 +1,9 @@
 """The distributed system: node constructors plus the seed's Launchpad topology.
 
-Subclasses supply `replay`, `trainer`, `evaluator` and `executor`; this class
+Subclasses supply `replay`, `trainer`, `greedy_executor` and `executor`: every
+multi-agent family through `mava_systems.multiagent.MultiAgentSystem` (which
+makes them with the family's builder), the single-agent systems through
+`mava_systems.single_agent.SingleAgentSystem`. This class
 supplies the counter, the coordinator and `build()`, which wires them as in the
 seed's MADQN/DQN/DMPO programs: replay, counter, coordinator (only with a step
 limit), trainer, evaluator, optional caches, and executors that read their

@@ -50,3 +50,30 @@ def test_a_builder_subclass_chooses_the_trainer_and_the_executors(name, tmp_path
     else:
         acting = builder.make_executor(builder.make_networks())
     assert type(acting) is builder.executor_class
+
+
+@pytest.mark.parametrize("name", ["madqn", "qmix", "mappo"])
+@pytest.mark.parametrize("attribute", ["trainer_class", "executor_class"])
+def test_a_recurrent_builder_that_sets_a_class_without_its_recurrent_twin_is_refused(
+        name, attribute, tmp_path):
+    """With recurrent=True the builder constructs `recurrent_<attribute>`: a subclass that set
+    only `<attribute>` would silently lose its class, so the builder refuses, naming the twin."""
+    system_class = registry.system_class(name)
+    builder_class = system_class.builder_class
+    mine = type("Mine", (getattr(builder_class, attribute),), {})
+    builder = type("MyBuilder", (builder_class,), {attribute: mine})
+    my_system = type("MySystem", (system_class,), {"builder_class": builder})
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    with pytest.raises(ValueError, match=f"MyBuilder sets {attribute} = Mine but not recurrent_{attribute}"):
+        my_system(factory, config=system_class.config_class(recurrent=True),
+                  run_dir=str(tmp_path / "recurrent"))
+    # Feed-forward, the subclass's class is the one used.
+    system = my_system(factory, run_dir=str(tmp_path / "feedforward"))
+    assert getattr(system.builder, f"{attribute}_to_use")() is mine
+    # Setting the twin too is accepted.
+    twin = type("MyRecurrent", (getattr(builder_class, f"recurrent_{attribute}"),), {})
+    both = type("BothBuilder", (builder,), {f"recurrent_{attribute}": twin})
+    recurrent = type("BothSystem", (system_class,), {"builder_class": both})(
+        factory, config=system_class.config_class(recurrent=True),
+        run_dir=str(tmp_path / "both"))
+    assert getattr(recurrent.builder, f"{attribute}_to_use")() is twin

@@ -20,6 +20,7 @@ from mava_systems.components.multi_environment import (MultiEnvironmentExecutor,
 from mava_systems.components.transition_adder import NStepTransitionAdder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.system import RESUME_SEED_STRIDE
+from mava_systems.mappo.builder import MAPPOBuilder
 import wrappers
 from test_environment_loop import HeldCounter, RecordingLogger, SlowCounter
 from test_recurrent import user_gru_core  # A user's recurrent core: it acts in TensorFlow.
@@ -216,6 +217,14 @@ class RecordingSequenceAdder:
         pass
 
 
+def acting(builder, networks, schedule, **kwargs):
+    """`builder.make_executor`, following `schedule` where the system explores by one (MAPPO's
+    executors sample their policies and take none)."""
+    if isinstance(builder, MAPPOBuilder):
+        return builder.make_executor(networks, **kwargs)
+    return builder.make_executor(networks, schedule, **kwargs)
+
+
 @pytest.mark.parametrize("name, environment, kwargs", [
     ("mappo", "debug/line_world_v0", {}),
     ("maddpg", "mpe/simple_spread_v3", {"continuous_actions": True, "max_cycles": 10})])
@@ -231,13 +240,13 @@ def test_mappo_and_maddpg_streams_write_what_separate_executors_write(
     separate = []
     for seed in seeds:
         adder = RecordingSequenceAdder()
-        executor = builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
+        executor = acting(builder, networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
         EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed),
                         executor).run(num_episodes=2)
         separate.append(adder.calls)
-    actor = builder.make_executor(networks, ConstantEpsilon(0.3), seed=list(seeds))
+    actor = acting(builder, networks, ConstantEpsilon(0.3), seed=list(seeds))
     adders = [RecordingSequenceAdder() for _ in seeds]
-    streams = [builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
+    streams = [acting(builder, networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
                for adder, seed in zip(adders, seeds)]
     loop = MultiEnvironmentLoop(
         [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
@@ -301,14 +310,14 @@ def test_recurrent_streams_write_what_separate_executors_write(tmp_path, name, n
     separate = []
     for length, seed in zip(EPISODE_LENGTHS, seeds):
         adder = RecordingSequenceAdder(stores_extras)
-        executor = builder.make_executor(networks, schedule, adder=adder, seed=seed)
+        executor = acting(builder, networks, schedule, adder=adder, seed=seed)
         EnvironmentLoop(line_world(length, seed), executor).run(num_episodes=steps // length)
         separate.append(adder.calls)
 
-    actor = builder.make_executor(networks, schedule, seed=list(seeds))
+    actor = acting(builder, networks, schedule, seed=list(seeds))
     assert actor.acts_in_numpy == (network_factory is None)
     adders = [RecordingSequenceAdder(stores_extras) for _ in seeds]
-    streams = [builder.make_executor(networks, schedule, adder=adder, seed=seed)
+    streams = [acting(builder, networks, schedule, adder=adder, seed=seed)
                for adder, seed in zip(adders, seeds)]
     executor = MultiEnvironmentExecutor(actor, streams)
     assert executor.recurrent
@@ -331,10 +340,10 @@ def test_an_episode_start_resets_its_environments_states_and_no_others(tmp_path,
     builder = system.builder
     networks = builder.make_networks()
     seeds = [1, 2]
-    streams = [builder.make_executor(networks, ConstantEpsilon(0.3), seed=seed)
+    streams = [acting(builder, networks, ConstantEpsilon(0.3), seed=seed)
                for seed in seeds]
     executor = MultiEnvironmentExecutor(
-        builder.make_executor(networks, ConstantEpsilon(0.3), seed=seeds), streams)
+        acting(builder, networks, ConstantEpsilon(0.3), seed=seeds), streams)
     environments = [line_world(10, seed) for seed in seeds]
     timesteps = [environment.reset() for environment in environments]
     for index, timestep in enumerate(timesteps):
@@ -353,7 +362,7 @@ def test_an_episode_start_resets_its_environments_states_and_no_others(tmp_path,
         np.testing.assert_array_equal(leaf, 0.0)
     tree.map_structure(np.testing.assert_array_equal, streams[1].states.current, carried[1])
     # The next call acts from those states: environment 1's continue from where they were.
-    alone = builder.make_executor(networks, ConstantEpsilon(0.3), seed=seeds[1])
+    alone = acting(builder, networks, ConstantEpsilon(0.3), seed=seeds[1])
     alone.states.current = carried[1]
     observations = [environments[0].reset().observation, timesteps[1].observation]
     executor.select_actions(observations)

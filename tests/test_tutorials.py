@@ -3,7 +3,7 @@
 Each tutorial runs as a subprocess with few executor steps, and its terminal shows
 none of the libraries' start-up lines (they go to the run's output.log); the
 log-cosh loss of tutorial 2 is also checked directly against a hand-made batch,
-and MAA2C and VDN-S learn above random play in this process.
+and MAA2C and VDN-S learn above random play, and weighted QMIX the two-step game, in this process.
 """
 
 import csv
@@ -25,7 +25,7 @@ from mava_systems.components.random_policy import random_policy_return
 import wrappers
 from test_mappo import train_in_process
 from test_value_decomposition_training import train_on_uniform_play
-from wrappers.two_step_game import ADDITIVE_RETURN
+from wrappers.two_step_game import ADDITIVE_RETURN, OPTIMAL_RETURN
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUTORIALS = os.path.join(ROOT, "docs", "tutorials")
@@ -266,6 +266,27 @@ def test_7_vdn_s_runs_as_a_program_and_its_run_evaluates(tmp_path):
     assert -16.0 <= evaluate_run(run_dir)["mean_return"] <= 0.0  # No "unknown system 'vdns'".
 
 
+def test_8_weighted_qmix_weighs_overestimates_by_alpha_and_learns_the_two_step_game(tmp_path):
+    tutorial = load_tutorial("weighted_qmix")
+    two_step = wrappers.make_environment_factory("debug/two_step_v0")
+    system = tutorial.WeightedQMIX(two_step, config=tutorial.WeightedQMIXConfig(alpha=0.25),
+                                   run_dir=str(tmp_path / "run"))
+    trainer = system.builder.make_trainer(system.builder.make_networks(), iter(()),
+                                          checkpoint=False)
+    assert type(trainer) is tutorial.WeightedQMIXTrainer
+    # Huber (parameter 1) of each TD error (target - Q_tot), times 0.25 where Q_tot is above it.
+    np.testing.assert_allclose(trainer.team_td_losses(tf.constant([2.0, -2.0, 0.5, -0.5])),
+                               [1.5, 0.25 * 1.5, 0.125, 0.25 * 0.125], rtol=1e-6)
+    # The recurrent trainer takes the same hook.
+    recurrent = tutorial.WeightedQMIX(two_step, run_dir=str(tmp_path / "recurrent"),
+                                      config=tutorial.WeightedQMIXConfig(recurrent=True))
+    assert recurrent.builder.trainer_class_to_use() is tutorial.RecurrentWeightedQMIXTrainer
+    # Random play returns (7 + 2.5) / 2 on average, an additive value 7 (2A); QMIX's 8 (2B).
+    greedy_return, _ = train_on_uniform_play(tutorial.WeightedQMIX, tutorial.WeightedQMIXConfig,
+                                             str(tmp_path / "trained"))
+    assert greedy_return == OPTIMAL_RETURN
+
+
 def test_every_tutorial_script_quiets_the_terminal_before_importing_tensorflow():
     for path in glob.glob(os.path.join(TUTORIALS, "*.py")):
         with open(path) as script:
@@ -279,7 +300,7 @@ def test_every_tutorial_script_quiets_the_terminal_before_importing_tensorflow()
     ("new_environment.md", "new_environment.py"), ("custom_loss.md", "log_cosh_madqn.py"),
     ("resume_and_evaluate.md", "resume_and_evaluate.sh"), ("multi_process.md", "multi_process.sh"),
     ("your_own_mixer.md", "state_weighted_mixer.py"), ("maa2c.md", "maa2c.py"),
-    ("vdn_s.md", "vdn_s.py")])
+    ("vdn_s.md", "vdn_s.py"), ("weighted_qmix.md", "weighted_qmix.py")])
 def test_each_tutorial_page_includes_its_tested_code(page, source):
     with open(os.path.join(TUTORIALS, page)) as markdown:
         assert f'--8<-- "{source}"' in markdown.read()

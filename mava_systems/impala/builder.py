@@ -1,28 +1,23 @@
 """Makes IMPALA's parts: the sequence queue, dataset, adder, networks, trainer and executors."""
 
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, Optional
 
-from acme import adders
-from acme import specs as acme_specs
-from acme.adders import reverb as reverb_adders
-from acme.adders.reverb.sequence import EndBehavior
 from acme.tf import variable_utils
 from dm_env import specs
 import numpy as np
 import reverb
 
-from mava_systems.components.replay import StopAwareClient
+from mava_systems.builders import REPLAY_TABLE, SequenceQueueBuilder
 from mava_systems.impala.execution import IMPALAExecutor
 from mava_systems.impala.networks import IMPALANetworks, make_networks
 from mava_systems.impala.training import IMPALATrainer
-from mava_systems.madqn.builder import REPLAY_TABLE, MADQNBuilder
 
-# The queue has the replay table's name, so MADQN's dataset reads from it.
+# The queue is the builders' one replay table, which the dataset reads.
 QUEUE_TABLE = REPLAY_TABLE
 
 
-class IMPALABuilder(MADQNBuilder):
-    """Builds each IMPALA component; the dataset (of sequences) is MADQN's."""
+class IMPALABuilder(SequenceQueueBuilder):
+    """Builds each IMPALA component on the on-policy sequence queue (see `SequenceQueueBuilder`)."""
 
     trainer_class = IMPALATrainer
     executor_class = IMPALAExecutor
@@ -37,30 +32,6 @@ class IMPALABuilder(MADQNBuilder):
             key: specs.Array((len(agents), self.environment_spec.actions[agents[0]].num_values),
                              np.float32)
             for key, agents in self.stacker.agents_by_network.items()}}
-
-    def sequence_environment_spec(self) -> acme_specs.EnvironmentSpec:
-        """The spec of what each stored step holds besides its extras: the environment's data
-        stacked per network."""
-        return self.environment_spec.stacked(self.stacker)
-
-    def make_replay_tables(self) -> List[reverb.Table]:
-        """One FIFO queue of sequences: each is trained on once, and actors wait when it is full."""
-        signature = reverb_adders.SequenceAdder.signature(
-            self.sequence_environment_spec(), self.extras_spec(),
-            sequence_length=self.config.sequence_length)
-        return [reverb.Table.queue(name=QUEUE_TABLE, max_size=self.config.max_queue_size,
-                                   signature=signature)]
-
-    def unpack_replay_items(self) -> None:
-        """Sequences are stored as Acme's `SequenceAdder` writes them: nothing to unpack."""
-        return None
-
-    def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
-        """Writes sequences of `sequence_length` steps, each starting at the previous one's last."""
-        return reverb_adders.SequenceAdder(
-            client=StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
-            period=self.config.sequence_length - 1,
-            end_of_episode_behavior=EndBehavior.CONTINUE)
 
     def make_variable_client(self, variable_source: Any,
                              networks: IMPALANetworks) -> variable_utils.VariableClient:

@@ -1,22 +1,25 @@
-"""Makes MADDPG's parts: MADQN's uniform n-step replay, dataset and adder (with the global state
-for a "state" critic), and MADDPG's own networks, trainer and executors."""
+"""Makes MADDPG's parts: the off-policy n-step replay, dataset and adder (see
+`NStepReplayBuilder`; with the global state for a "state" critic), and MADDPG's own networks,
+trainer and executors."""
 
 from typing import Any, Iterator, Optional
 
 from acme.tf import variable_utils
 import reverb
 
+from mava_systems.builders import NStepReplayBuilder
 from mava_systems.components.actor_critic import action_bounds
+from mava_systems.components.exploration import ConstantEpsilon
 from mava_systems.components.variables import VersionedVariableClient
-from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.execution import ExplorationSchedule
 from mava_systems.maddpg.execution import MADDPGExecutor
 from mava_systems.maddpg.networks import CriticInputs, MADDPGNetworks, make_networks
 from mava_systems.maddpg.training import MAD4PGTrainer, MADDPGTrainer
 
 
-class MADDPGBuilder(MADQNBuilder):
-    """Builds each MADDPG component; override one method to change one component."""
+class MADDPGBuilder(NStepReplayBuilder):
+    """Builds each MADDPG component (the off-policy actor-critic family's builder, on the n-step
+    replay of `NStepReplayBuilder`); override one method to change one component."""
 
     trainer_class = MADDPGTrainer
     executor_class = MADDPGExecutor
@@ -25,7 +28,7 @@ class MADDPGBuilder(MADQNBuilder):
 
     @property
     def stores_environment_extras(self) -> bool:
-        """Replay items carry the global state (see `MADQNBuilder`) for a "state" critic only."""
+        """Replay items carry the global state for a "state" critic only."""
         return self.config.critic == "state"
 
     def make_critic_inputs(self) -> CriticInputs:
@@ -68,6 +71,12 @@ class MADDPGBuilder(MADQNBuilder):
         """An executor adding noise of the scale `exploration_schedule` gives to its policies."""
         return self.executor_class(networks, action_bounds(self.environment_spec, self.agent_networks),
                               exploration_schedule, adder, variable_client, seed)
+
+    def make_evaluation_executor(self, networks: MADDPGNetworks, variable_client: Any = None,
+                                 seed: int = 0) -> MADDPGExecutor:
+        """An executor acting with its policies alone (no noise), writing nothing."""
+        return self.make_executor(networks, ConstantEpsilon(0.0), variable_client=variable_client,
+                                  seed=seed)
 
 
 class MAD4PGBuilder(MADDPGBuilder):

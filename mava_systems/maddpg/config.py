@@ -3,8 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import (UniformReplayConfig, bounded, check_sizes, check_support,
-                                 num_envs_per_executor_field)
+from mava_systems.config import (MultiAgentConfig, UniformReplayConfig, bounded, check_sizes,
+                                 check_support)
 
 # What each agent's critic sees besides its own index (see `maddpg.networks.CriticInputs`).
 CRITIC_ARCHITECTURES = ("decentralised", "centralised", "state")
@@ -15,8 +15,10 @@ MADDPG_JIT_COMPILE_DOC = (
 
 
 @dataclasses.dataclass
-class MADDPGConfig(UniformReplayConfig):
-    """Every MADDPG hyper-parameter, with its allowed range (replay's: `UniformReplayConfig`)."""
+class MADDPGConfig(MultiAgentConfig, UniformReplayConfig):
+    """Every MADDPG hyper-parameter, with its allowed range: the off-policy actor-critic family's
+    config (what every multi-agent system shares from `MultiAgentConfig`, the uniform replay's
+    fields from `UniformReplayConfig`)."""
 
     # Critic architecture: "decentralised" (the agent's own observation and action),
     # "centralised" (every agent's observation and action, in the environment's agent order)
@@ -24,7 +26,6 @@ class MADDPGConfig(UniformReplayConfig):
     critic: str = "centralised"
 
     # Learning.
-    discount: float = bounded(0.99, 0.0, 1.0, doc="Discount per environment step.")
     n_step: int = bounded(5, 1, doc="Steps per n-step transition.")
     batch_size: int = bounded(256, 1, doc="Transitions per trainer step.")
     policy_learning_rate: float = bounded(1e-4, 0.0, low_inclusive=False,
@@ -40,10 +41,6 @@ class MADDPGConfig(UniformReplayConfig):
         None, 0.0, 1.0, low_inclusive=False, optional=True,
         doc="Polyak averaging: targets move this fraction towards the online networks every "
             "trainer step (None: copied every target_update_period steps).")
-    shared_weights: bool = True
-    # Each agent's observation gets its one-hot index appended (`wrappers.AgentIDObservations`),
-    # so agents that share a policy can learn different roles.
-    agent_ids: bool = True
     policy_hidden_sizes: Tuple[int, ...] = (256, 256, 256)
     critic_hidden_sizes: Tuple[int, ...] = (512, 512, 256)
     jit_compile: bool = dataclasses.field(default=True, metadata={"doc": MADDPG_JIT_COMPILE_DOC})
@@ -54,10 +51,6 @@ class MADDPGConfig(UniformReplayConfig):
     noise_scale: float = bounded(0.3, 0.0, 1.0, doc="Largest executor's exploration noise scale.")
     min_noise_scale: float = bounded(0.05, 0.0, 1.0, low_inclusive=False,
                                      doc="Smallest executor's exploration noise scale.")
-
-    # Acting.
-    variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
-    num_envs_per_executor: int = num_envs_per_executor_field()
 
     def __post_init__(self):
         super().__post_init__()

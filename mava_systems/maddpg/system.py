@@ -4,25 +4,25 @@ import functools
 from typing import Any, Dict, List, Optional, Sequence
 
 from mava_systems.components.exploration import ConstantEpsilon, log_spread
-from mava_systems.madqn.builder import MADQNBuilder
-from mava_systems.madqn.system import MADQN
 from mava_systems.maddpg.builder import MAD4PGBuilder, MADDPGBuilder
 from mava_systems.maddpg.config import MAD4PGConfig, MADDPGConfig
 from mava_systems.maddpg.networks import (MADDPGNetworkFactory, check_continuous_actions,
                                           make_default_networks, make_distributional_networks)
+from mava_systems.multiagent import MultiAgentSystem, ScheduledExploration
 
 
-class MADDPG(MADQN):
+class MADDPG(ScheduledExploration, MultiAgentSystem):
     """Multi-agent DDPG: a deterministic policy and a critic per agent (shared per agent type by
-    default, with agent IDs in the observations), trained off-policy from n-step replay.
+    default, with agent IDs in the observations), trained off-policy from n-step replay; the
+    root of the off-policy actor-critic family (MAD4PG extends it).
 
     The critic architecture is a config choice (`MADDPGConfig.critic`):
     "decentralised", "centralised" or "state" (see `CriticInputs`). Each
     executor explores with Gaussian noise of its own constant scale, spread
     log-uniformly across executors from `min_noise_scale` to `noise_scale`; the
-    evaluator acts with the policies alone. The program is MADQN's (the seed's):
-    replay, counter, coordinator, trainer, evaluator, caches and round-robin
-    executors. Takes MADQN's arguments; `network_factory(observation_spec,
+    evaluator acts with the policies alone. The program is the seed's (see
+    `MultiAgentSystem`): replay, counter, coordinator, trainer, evaluator, caches
+    and round-robin executors. `network_factory(observation_spec,
     action_spec)` returns (policy, critic) (see `maddpg.networks`), and
     `exploration_schedules` give noise scales. The constructor refuses, before
     any process starts, a config of another class, an environment with discrete
@@ -69,7 +69,8 @@ class MADDPG(MADQN):
             critic for an environment without a global state.
         """
         super().__init__(environment_factory, network_factory, num_executors, num_caches,
-                         max_executor_steps, config, exploration_schedules, run_dir)
+                         max_executor_steps, config, run_dir)
+        self.set_exploration_schedules(exploration_schedules, num_executors)
 
     def default_exploration_schedules(self, num_executors: int) -> List[ConstantEpsilon]:
         """One constant noise scale per executor (see `log_spread`)."""
@@ -86,15 +87,13 @@ class MADDPG(MADQN):
                                  policy_hidden_sizes=self.config.policy_hidden_sizes,
                                  critic_hidden_sizes=self.config.critic_hidden_sizes)
 
-    def make_builder(self, agent_networks: Dict[str, str],
-                     network_factory: MADDPGNetworkFactory) -> MADQNBuilder:
-        """The builder, once the config and the environment are known to suit the system."""
+    def check_environment(self) -> None:
+        """Refuses discrete actions, and a "state" critic without the environment's global state."""
         name = type(self).__name__
         check_continuous_actions(self.environment_spec, name)
         if self.config.critic == "state" and "env_state" not in self.environment_spec.extras:
             raise ValueError(f"{name}: critic='state' needs the environment's global state, but "
                              f"{self._environment_factory!r} has none; use critic='centralised'")
-        return super().make_builder(agent_networks, network_factory)
 
 
 class MAD4PG(MADDPG):

@@ -3,16 +3,15 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import (RunConfig, bounded, check_sizes, num_envs_per_executor_field,
-                                 validate)
+from mava_systems.config import MultiAgentConfig, bounded, check_sizes, validate
 
 
 @dataclasses.dataclass
-class MADQNConfig(RunConfig):
-    """Every MADQN hyper-parameter, with its allowed range."""
+class MADQNConfig(MultiAgentConfig):
+    """Every MADQN hyper-parameter, with its allowed range (the value-based family's config:
+    VDN's and QMIX's extend it; `MultiAgentConfig` holds what every family shares)."""
 
     # Learning.
-    discount: float = bounded(0.99, 0.0, 1.0, doc="Discount per environment step.")
     n_step: int = bounded(5, 1, doc="Steps per n-step transition.")
     batch_size: int = bounded(256, 1, doc="Transitions per trainer step.")
     learning_rate: float = bounded(1e-3, 0.0, low_inclusive=False, doc="Adam step size.")
@@ -22,9 +21,7 @@ class MADQNConfig(RunConfig):
     huber_loss_parameter: Optional[float] = bounded(
         1.0, 0.0, low_inclusive=False, optional=True,
         doc="TD errors beyond this get a linear (Huber) loss (None: squared error).")
-    shared_weights: bool = True
-    # Each agent's observation gets its one-hot index appended (`wrappers.AgentIDObservations`),
-    # so agents that share a network can learn different roles.
+    # Independent learners see no agent ID by default (see `MultiAgentConfig.agent_ids`).
     agent_ids: bool = False
     hidden_sizes: Tuple[int, ...] = (64, 64)
 
@@ -62,10 +59,6 @@ class MADQNConfig(RunConfig):
                   "a batch of batch_size transitions samples batch_size / this items.")
     prefetch_size: int = bounded(4, 0, doc="Batches prefetched by the dataset.")
     dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
-
-    # Acting and evaluation.
-    variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
-    num_envs_per_executor: int = num_envs_per_executor_field()
 
     def __post_init__(self):
         validate(self)

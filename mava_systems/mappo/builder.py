@@ -1,5 +1,5 @@
-"""Makes MAPPO's parts: IMPALA's sequence queue and adder, MADQN's dataset and checkpointing,
-and MAPPO's own networks, executors and trainer."""
+"""Makes MAPPO's parts: the on-policy sequence queue and adder (see `SequenceQueueBuilder`), and
+MAPPO's own networks, executors and trainer."""
 
 from typing import Any, Dict, Iterator, Optional
 
@@ -10,7 +10,7 @@ import numpy as np
 import reverb
 
 from mava_systems.components.variables import VersionedVariableClient
-from mava_systems.impala.builder import IMPALABuilder
+from mava_systems.builders import SequenceQueueBuilder
 from mava_systems.mappo.execution import (AGENTS, CRITIC_STATE, POLICY_STATE, MAPPOExecutor,
                                           RecurrentMAPPOExecutor)
 from mava_systems.mappo.networks import MAPPONetworks, make_networks
@@ -18,8 +18,9 @@ from mava_systems.mappo.training import POLICY_VERSION, MAPPOTrainer, RecurrentM
 import tree
 
 
-class MAPPOBuilder(IMPALABuilder):
-    """Builds each MAPPO component; override one method to change one component.
+class MAPPOBuilder(SequenceQueueBuilder):
+    """Builds each MAPPO component (the on-policy actor-critic family's builder, on the sequence
+    queue of `SequenceQueueBuilder`); override one method to change one component.
 
     With the centralised critic, replay stores the environment's extras (its
     global state `env_state`, when it has one) with every step's observation.
@@ -32,9 +33,10 @@ class MAPPOBuilder(IMPALABuilder):
     recurrent_trainer_class = RecurrentMAPPOTrainer
     recurrent_executor_class = RecurrentMAPPOExecutor
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.stores_environment_extras = self.config.critic == "centralised"
+    @property
+    def stores_environment_extras(self) -> bool:
+        """Replay stores the environment's extras for the centralised critic only."""
+        return self.centralised
 
     @property
     def centralised(self) -> bool:
@@ -50,11 +52,6 @@ class MAPPOBuilder(IMPALABuilder):
             size += int(np.prod(self.global_state_spec().shape))
         return specs.Array((size,), np.float32, name="critic_input")
 
-    @property
-    def batch_size(self) -> int:
-        """Sequences per trainer step (`config.batch_size`, recurrent or not)."""
-        return self.config.batch_size
-
     def make_networks(self) -> MAPPONetworks:
         """The policies and critics (every node builds its copy here)."""
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory,
@@ -63,7 +60,7 @@ class MAPPOBuilder(IMPALABuilder):
                              recurrent=self.recurrent)
 
     def sequence_environment_spec(self) -> acme_specs.EnvironmentSpec:
-        """IMPALA's, with each step's observation `{"agents": stacked, **environment extras}`
+        """The stacked environment data, with each step's observation `{"agents": stacked, **environment extras}`
         (see `MAPPOExecutor`), and with recurrent networks the policy and critic states each
         step's agents act (and are valued) from (see `RecurrentMAPPOExecutor`)."""
         stacked = super().sequence_environment_spec()
@@ -110,20 +107,16 @@ class MAPPOBuilder(IMPALABuilder):
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> MAPPOTrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
-        trainer_class = self.recurrent_trainer_class if self.recurrent else self.trainer_class
-        return trainer_class(
+        return self.trainer_class_to_use()(
             networks=networks, dataset=dataset, config=self.config,
             state_from_observations=self.centralised and not self.replay_environment_extras_spec(),
             counter=counter, logger=logger,
             make_checkpointing=self.trainer_checkpointing(replay_client) if checkpoint else None,
             steps_per_call=self.config.trainer_steps_per_call)
 
-    def make_executor(self, networks: MAPPONetworks, exploration_schedule: Any = None,
-                      adder: Any = None, variable_client: Any = None,
-                      seed: int = 0) -> MAPPOExecutor:
-        """An executor sampling from its policies (MAPPO explores by sampling: there is no
-        exploration schedule, `exploration_schedule` is ignored)."""
-        del exploration_schedule
+    def make_executor(self, networks: MAPPONetworks, adder: Any = None,
+                      variable_client: Any = None, seed: int = 0) -> MAPPOExecutor:
+        """An executor sampling from its policies (MAPPO explores by sampling them)."""
         return self._executor(networks, adder=adder, variable_client=variable_client, seed=seed,
                               stores_state=bool(self.replay_environment_extras_spec()))
 
@@ -134,5 +127,5 @@ class MAPPOBuilder(IMPALABuilder):
 
     def _executor(self, networks: MAPPONetworks, **kwargs: Any) -> MAPPOExecutor:
         if self.recurrent:
-            return self.recurrent_executor_class(networks, centralised=self.centralised, **kwargs)
+            return self.executor_class_to_use()(networks, centralised=self.centralised, **kwargs)
         return self.executor_class(networks, **kwargs)

@@ -3,19 +3,19 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import bounded, num_envs_per_executor_field
-from mava_systems.impala.config import IMPALAConfig
+from mava_systems.config import MultiAgentConfig, bounded, check_sizes, validate
 
 CRITICS = ("centralised", "decentralised")
 
 
 @dataclasses.dataclass
-class MAPPOConfig(IMPALAConfig):
-    """Every MAPPO hyper-parameter: IMPALA's sequence queue and learning fields, and PPO's own.
+class MAPPOConfig(MultiAgentConfig):
+    """Every MAPPO hyper-parameter: the on-policy actor-critic family's config (what every
+    multi-agent system shares from `MultiAgentConfig`), with the sequence queue's fields and
+    PPO's own.
 
-    IMPALA's `baseline_cost` weighs the value loss; its `learning_rate` is the
-    policy's step size (and the critic's with one optimizer, see
-    `separate_optimizers`).
+    `baseline_cost` weighs the value loss; `learning_rate` is the policy's step
+    size (and the critic's with one optimizer, see `separate_optimizers`).
     """
 
     # PPO.
@@ -50,19 +50,31 @@ class MAPPOConfig(IMPALAConfig):
         doc="Steps per training chunk of a recurrent policy and critic; must divide "
             "sequence_length - 1 (None: sequence_length - 1, one chunk per sequence).")
 
-    # IMPALA's fields with PPO's defaults.
+    # Learning.
+    learning_rate: float = bounded(5e-4, 0.0, low_inclusive=False,
+                                   doc="The policy's Adam step size (and the critic's with one "
+                                       "optimizer).")
+    max_abs_reward: Optional[float] = bounded(None, 0.0, low_inclusive=False, optional=True,
+                                              doc="Rewards are clipped to +-this (None: no clip).")
     entropy_cost: float = bounded(0.01, 0.0, doc="Weight of the policy entropy bonus.")
     baseline_cost: float = bounded(1.0, 0.0, doc="Weight of the value loss.")
     max_gradient_norm: float = bounded(10.0, 0.0, low_inclusive=False,
                                        doc="Global-norm gradient clipping per optimizer.")
     batch_size: int = bounded(16, 1, doc="Sequences per trainer step.")
     sequence_length: int = bounded(21, 2, doc="Steps per sequence, with its bootstrap step.")
-    max_queue_size: int = bounded(64, 1, doc="Sequences the queue holds before executors wait.")
     hidden_sizes: Tuple[int, ...] = (64, 64)
-    num_envs_per_executor: int = num_envs_per_executor_field()
+
+    # The queue of sequences between executors and trainer (each is trained on once).
+    max_queue_size: int = bounded(64, 1, doc="Sequences the queue holds before executors wait.")
+    prefetch_size: int = bounded(0, 0, doc="Batches prefetched by the dataset.")
+    dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
+
+    # Acting: executors follow the trainer closely (the queue is on-policy).
+    variable_update_period: int = bounded(20, 1, doc="Executor steps between variable fetches.")
 
     def __post_init__(self):
-        super().__post_init__()
+        validate(self)
+        check_sizes(self, "hidden_sizes")
         if self.critic not in CRITICS:
             raise ValueError(f"{type(self).__name__}.critic must be one of {CRITICS}, "
                              f"got {self.critic!r}")

@@ -1,20 +1,20 @@
 """MAPPO and IPPO: PPO for every agent, with a centralised or a decentralised critic."""
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional
 
 from absl import logging
 import tree
 
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.madqn.system import MADQN
 from mava_systems.mappo.builder import MAPPOBuilder
 from mava_systems.mappo.config import MAPPOConfig
 from mava_systems.mappo.networks import (NetworkFactory, mlp_network_factory,
                                          recurrent_network_factory)
+from mava_systems.multiagent import MultiAgentSystem
 
 
-class MAPPO(MADQN):
-    """Multi-agent PPO: on-policy actor-critic whose critics see the global state.
+class MAPPO(MultiAgentSystem):
+    """Multi-agent PPO: on-policy actor-critic whose critics see the global state (the root of
+    the on-policy actor-critic family; IPPO extends it).
 
     The program is the seed's IMPALA with the multi-agent systems' groups: a
     Reverb queue of sequences in `replay`, `counter`, `coordinator` (with a step
@@ -30,9 +30,8 @@ class MAPPO(MADQN):
     environment's `env_state` (or, when it has none, every agent's observation
     concatenated, said once here) followed by its agent's observation.
 
-    Takes MADQN's arguments except the exploration schedules (MAPPO explores by
-    sampling its policy); `network_factory(observation_spec, action_spec,
-    critic_input_spec)` returns a (policy, critic) pair (see `NetworkFactory`).
+    Executors explore by sampling their policies; `network_factory(observation_spec,
+    action_spec, critic_input_spec)` returns a (policy, critic) pair (see `NetworkFactory`).
     """
 
     builder_class = MAPPOBuilder
@@ -40,7 +39,6 @@ class MAPPO(MADQN):
     config_class = MAPPOConfig
     # The critic a default config has; IPPO's is decentralised.
     critic = "centralised"
-    explores_by_schedule = False
 
     def __init__(
         self,
@@ -81,14 +79,14 @@ class MAPPO(MADQN):
                              f"asks for critic={config.critic!r}")
         super().__init__(environment_factory, network_factory, num_executors, num_caches,
                          max_executor_steps, config, run_dir=run_dir)
-        if self.builder.centralised and "env_state" not in self.environment_spec.extras:
+
+    def check_environment(self) -> None:
+        """Says once when the centralised critic has no global state to see (it then sees every
+        agent's observation)."""
+        if self.config.critic == "centralised" and "env_state" not in self.environment_spec.extras:
             logging.warning("%s: the environment has no global state; the centralised critic "
                             "sees the concatenation of all agents' observations",
                             type(self).__name__)
-
-    def default_exploration_schedules(self, num_executors: int) -> Sequence[ConstantEpsilon]:
-        """No epsilon exploration: executors sample their policies (never recorded)."""
-        return [ConstantEpsilon(0.0)] * num_executors
 
     def make_default_network_factory(self) -> NetworkFactory:
         """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`), or with

@@ -1,13 +1,11 @@
 """QMIX: MADQN trained through a monotonic mixing network conditioned on the global state."""
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from absl import logging
 
-from mava_systems.madqn.networks import QNetworkFactory
 from mava_systems.qmix.builder import QMIXBuilder
 from mava_systems.qmix.config import QMIXConfig
-from mava_systems.vdn.builder import VDNBuilder
 from mava_systems.vdn.networks import MixerFactory
 from mava_systems.vdn.system import VDN
 
@@ -40,12 +38,11 @@ class QMIX(VDN):
         self.mixer_factory = mixer_factory
         super().__init__(*args, **kwargs)
 
-    def make_builder(self, agent_networks: Dict[str, str],
-                     network_factory: QNetworkFactory) -> VDNBuilder:
-        """VDN's builder (see `VDN.make_builder`); says which global state the mixer sees."""
-        builder = super().make_builder(agent_networks, network_factory)
+    def check_environment(self) -> None:
+        """VDN's check (see `VDN.check_environment`); says once when the environment has no
+        global state for the mixer (it then sees every agent's observation)."""
+        super().check_environment()
         if "env_state" not in self.environment_spec.extras:
             logging.warning("%s: the environment has no global state; the mixer conditions on "
                             "the concatenation of all agents' observations",
                             type(self).__name__)
-        return builder

@@ -26,24 +26,25 @@ class VDN(MADQN):
     # The builder's `mixer_factory` (None: its default); QMIX takes one as an argument.
     mixer_factory: Optional[MixerFactory] = None
 
-    def make_builder(self, agent_networks: Dict[str, str],
-                     network_factory: QNetworkFactory) -> VDNBuilder:
-        """MADQN's builder arguments plus the mixer factory, after checking the system can mix.
-
-        Raises:
-          ValueError: if the config is not this system's, the environment has
-            fewer than two agents, or the mixer is not a mixer (see `build_mixer`).
-        """
-        name = type(self).__name__
-        if not isinstance(self.config, self.config_class):
-            raise ValueError(f"{name} needs a {self.config_class.__name__}, got {self.config!r}")
+    def check_environment(self) -> None:
+        """Refuses an environment of fewer than two agents (there is nothing to mix)."""
         agents = self.environment_spec.agents
         if len(agents) < 2:
-            raise ValueError(f"{name} mixes the values of several agents, but the environment "
-                             f"has {len(agents)}: {agents}; use MADQN or DQN")
-        builder = self.builder_class(self.config, self.environment_spec, agent_networks,
-                                     network_factory, self.run_dir,
-                                     mixer_factory=self.mixer_factory)
+            raise ValueError(f"{type(self).__name__} mixes the values of several agents, but the "
+                             f"environment has {len(agents)}: {agents}; use MADQN or DQN")
+
+    def builder_arguments(self) -> Dict[str, Any]:
+        """The mixer factory (None: the builder's default)."""
+        return {"mixer_factory": self.mixer_factory}
+
+    def make_builder(self, agent_networks: Dict[str, str],
+                     network_factory: QNetworkFactory) -> VDNBuilder:
+        """The builder (see `MultiAgentSystem.make_builder`), its mixer checked.
+
+        Raises:
+          ValueError: if the mixer is not a mixer (see `build_mixer`).
+        """
+        builder = super().make_builder(agent_networks, network_factory)
         builder.make_mixer()  # Fails here, not in the trainer, on a bad mixer.
         return builder
 

@@ -1,6 +1,6 @@
 """The value-decomposition trainer: one team loss through a mixer, for VDN and QMIX."""
 
-from typing import Any, Tuple
+from typing import Any, NamedTuple, Tuple
 
 from acme import types as acme_types
 import tensorflow as tf
@@ -10,6 +10,18 @@ from mava_systems.madqn.training import (JointLoss, MADQNTrainer, SequenceLearni
                                          chosen_q_values, double_q_values)
 
 MIXER = "mixer"  # The name of the mixer among the trainer's modules (checkpointed as module/mixer).
+
+
+class AgentValues(NamedTuple):
+    """What the team loss needs of each agent, per replay item ([B, N] each, N agents in the
+    mixer's order: grouped by network, in `agents_by_network` order)."""
+
+    chosen: tf.Tensor  # Q_i(o_i, a_i): the online network's Q-value of the action taken.
+    bootstrap: tf.Tensor  # The target network's Q at the legal action the online one ranks
+    # highest at the item's end (double Q).
+    present: tf.Tensor  # 1 for an agent in the episode at the item's start, else 0.
+    rewards: tf.Tensor  # Each agent's n-step return.
+    discounts: tf.Tensor  # Each agent's n-step discount (0 once it has left or ended).
 
 
 class VDNTrainer(MADQNTrainer):
@@ -27,13 +39,60 @@ class VDNTrainer(MADQNTrainer):
     returns; the team discount is the largest agent's (the team's episode ends
     when every agent's has). The global state is the replay item's `env_state`
     extras when it has them, else the concatenation of all agents' observations.
+
+    A new loss overrides one of its public hooks (listed in docs/api.md):
+    `team_reward`, `team_discount`, `agent_values` (every agent's chosen and
+    bootstrap Q-values), `global_states`, `team_target` (the target
+    computation) or `team_td_losses` (the loss of each TD error); `joint_loss`
+    composes them. `RecurrentVDNTrainer` calls the same `team_reward`,
+    `team_discount` and `team_td_losses`, so a mixin overriding them serves both.
     """
 
     def __init__(self, *args: Any, team_reward: str = "mean", **kwargs: Any):
-        self._team_reward = {"mean": tf.reduce_mean, "sum": tf.reduce_sum}[team_reward]
+        self._team_reduce = {"mean": tf.reduce_mean, "sum": tf.reduce_sum}[team_reward]
         super().__init__(*args, **kwargs)
         if MIXER not in self.modules:
             raise ValueError(f"{type(self).__name__} needs a trainer module named {MIXER!r}")
+
+    def team_reward(self, rewards: tf.Tensor) -> tf.Tensor:
+        """The team's reward from the agents' ([..., N] -> [...]): their mean or sum
+        (`team_reward`); an agent that has left counts as 0."""
+        return self._team_reduce(rewards, axis=-1)
+
+    def team_discount(self, discounts: tf.Tensor) -> tf.Tensor:
+        """The team's discount from the agents' ([..., N] -> [...]): the largest, so the team's
+        episode ends when every agent's has."""
+        return tf.reduce_max(discounts, axis=-1)
+
+    def team_target(self, team_reward: tf.Tensor, team_discount: tf.Tensor,
+                    next_q_total: tf.Tensor) -> tf.Tensor:
+        """The team's n-step target per item ([B]): reward + discount * team discount * the
+        target mixer's value at the item's end; no gradient flows through it."""
+        return tf.stop_gradient(team_reward + self.discount * team_discount * next_q_total)
+
+    def team_td_losses(self, td_error: tf.Tensor) -> tf.Tensor:
+        """The loss of each team TD error (target - Q_tot, any shape; masked steps are 0):
+        Huber, or squared without `huber_loss_parameter` (see `td_loss`)."""
+        return self.td_loss(td_error)
+
+    def agent_values(self, transitions: acme_types.Transition) -> AgentValues:
+        """Every agent's chosen and bootstrap Q-values, presence, rewards and discounts ([B, N]
+        each, see `AgentValues`)."""
+        q_taken, next_q, present, rewards, discounts = [], [], [], [], []
+        networks = self.networks
+        for key in networks.agents_by_network:
+            online = networks.q_networks[key]
+            observation = transitions.observation[key]
+            q_taken.append(chosen_q_values(agent_q_values(online, observation.observation),
+                                           transitions.action[key]))
+            next_q.append(double_q_values(online, networks.target_q_networks[key],
+                                          transitions.next_observation[key]))
+            # An agent that has left (or ended) by the item's start takes no action in it.
+            present.append(1.0 - tf.cast(observation.terminal, tf.float32))
+            rewards.append(tf.cast(transitions.reward[key], tf.float32))
+            discounts.append(tf.cast(transitions.discount[key], tf.float32))
+        return AgentValues(*(tf.concat(values, axis=1)
+                             for values in (q_taken, next_q, present, rewards, discounts)))
 
     def global_states(self, transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor]:
         """The global state at both ends of each item ([B, S] each): its `env_state` extras, or
@@ -53,34 +112,20 @@ class VDNTrainer(MADQNTrainer):
         return tf.concat(columns, axis=1)
 
     def joint_loss(self, transitions: acme_types.Transition, weights: tf.Tensor) -> JointLoss:
-        """The team loss described in the class docstring; priorities are |TD error| per item."""
-        q_taken, next_q, present, rewards, discounts = [], [], [], [], []
-        networks = self.networks
-        for key in networks.agents_by_network:
-            online = networks.q_networks[key]
-            observation = transitions.observation[key]
-            q_taken.append(chosen_q_values(agent_q_values(online, observation.observation),
-                                           transitions.action[key]))
-            next_q.append(double_q_values(online, networks.target_q_networks[key],
-                                          transitions.next_observation[key]))
-            # An agent that has left (or ended) by the item's start takes no action in it.
-            present.append(1.0 - tf.cast(observation.terminal, tf.float32))
-            rewards.append(tf.cast(transitions.reward[key], tf.float32))
-            discounts.append(tf.cast(transitions.discount[key], tf.float32))
-        q_taken, next_q, present, rewards, discounts = (
-            tf.concat(values, axis=1) for values in (q_taken, next_q, present, rewards, discounts))
+        """The team loss described in the class docstring, from the public hooks; priorities
+        are |TD error| per item."""
+        values = self.agent_values(transitions)
         states, next_states = self.global_states(transitions)
         mixer = self.modules[MIXER]
         target_mixer = mixer.target if mixer.target is not None else mixer.online
 
-        q_total = mixer.online(q_taken * present, states)
-        next_alive = tf.cast(discounts > 0.0, tf.float32)
-        next_q_total = target_mixer(next_q * next_alive, next_states)
-        team_discount = tf.reduce_max(discounts, axis=1)
-        target = tf.stop_gradient(self._team_reward(rewards, axis=1)
-                                  + self.discount * team_discount * next_q_total)
+        q_total = mixer.online(values.chosen * values.present, states)
+        next_alive = tf.cast(values.discounts > 0.0, tf.float32)
+        next_q_total = target_mixer(values.bootstrap * next_alive, next_states)
+        target = self.team_target(self.team_reward(values.rewards),
+                                  self.team_discount(values.discounts), next_q_total)
         td_error = target - q_total
-        loss = tf.reduce_mean(self.td_loss(td_error) * weights)
+        loss = tf.reduce_mean(self.team_td_losses(td_error) * weights)
         return JointLoss(loss, tf.abs(td_error), {"q_value": tf.reduce_mean(q_total)})
 
 
@@ -143,11 +188,11 @@ class RecurrentVDNTrainer(SequenceLearning, VDNTrainer):
 
         q_total = mix(mixer.online, chosen * present)
         bootstrap_total = tf.stop_gradient(mix(target_mixer, bootstrap * present))
-        targets = self.sequence_targets(self._team_reward(rewards, axis=2),
-                                        tf.reduce_max(discounts, axis=2), bootstrap_total, acted)
+        targets = self.sequence_targets(self.team_reward(rewards), self.team_discount(discounts),
+                                        bootstrap_total, acted)
         mask = trained[:-1]
         td_error = (targets - q_total[:-1]) * mask
-        per_item = self.masked_loss(self.td_loss(td_error), mask)
+        per_item = self.masked_loss(self.team_td_losses(td_error), mask)
         loss = tf.reduce_mean(per_item * weights)
         mean_q = tf.reduce_sum(q_total * trained) / tf.maximum(tf.reduce_sum(trained), 1.0)
         return JointLoss(loss, tf.reduce_max(tf.abs(td_error), axis=0), {"q_value": mean_q})

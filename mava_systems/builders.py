@@ -1,0 +1,393 @@
+"""The builders' interface, and the replay layouts families share.
+
+A builder makes every part of a system's nodes from the config, the environment
+spec and the networks' keys (as Acme's builders do). `MultiAgentBuilder` is the
+interface every multi-agent family's builder implements; the generic program of
+`mava_systems.multiagent.MultiAgentSystem` calls only these methods:
+
+- `make_networks()`: the networks (every node builds its own copy);
+- `make_replay_tables()`: the Reverb tables of the replay node;
+- `make_dataset_iterator(replay_client)`: the trainer's batches;
+- `make_adder(replay_client)`: how an executor writes its steps to replay;
+- `make_variable_client(variable_source, networks)`: how executors follow the trainer;
+- `make_trainer(networks, dataset, replay_client=, counter=, logger=, checkpoint=)`;
+- `make_executor(networks, adder=, variable_client=, seed=, **exploration)`: an acting
+  executor (`exploration` is what the system gives each executor, e.g. MADQN's
+  `exploration_schedule`; none for MAPPO);
+- `make_evaluation_executor(networks, variable_client=, seed=)`: the greedy one.
+
+Two replay layouts implement the replay half of it, for the families to share:
+`NStepReplayBuilder` (off-policy: n-step transitions, or sequences for recurrent
+agents, in one uniform or prioritised rate-limited table; MADQN's, VDN's,
+QMIX's, MADDPG's) and `SequenceQueueBuilder` (on-policy: a FIFO queue of
+overlapping sequences, each trained on once; MAPPO's, and single-agent IMPALA's).
+"""
+
+import functools
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type
+
+from acme import adders
+from acme import specs as acme_specs
+from acme.adders import reverb as reverb_adders
+from acme.adders.reverb.sequence import EndBehavior
+from dm_env import specs
+import numpy as np
+import reverb
+import tensorflow as tf
+import tree
+
+from mava_systems.components.checkpointing import Checkpointing
+from mava_systems.components.lifecycle import program_stop_event
+from mava_systems.components.packing import ArrayPacker
+from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
+                                            make_trajectory_dataset)
+from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
+from mava_systems.components.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
+from mava_systems.components.stacking import AgentStacker
+from mava_systems.components.transition_adder import (NStepTransitionAdder,
+                                                      transition_extras_spec)
+from mava_systems.specs import MAEnvironmentSpec
+
+# The one table every builder's replay (or queue) has; the trainer's dataset reads it.
+REPLAY_TABLE = reverb_adders.DEFAULT_PRIORITY_TABLE
+
+
+class MultiAgentBuilder:
+    """Makes every part of a multi-agent system's nodes; override one method to change one part.
+
+    Holds what every builder needs (the config, the environment spec, which
+    network each agent uses, the network factory and the run directory) and
+    what every family shares: the agents stacked per network, the global state
+    a centralised module sees, the dataset and the trainer's checkpointing. A
+    family's builder implements the `make_*` methods of the interface (see this
+    module's docstring) and sets the classes they construct: `trainer_class`
+    and `executor_class`, and, if its config has a `recurrent` switch,
+    `recurrent_trainer_class` and `recurrent_executor_class`. A subclass
+    changes the loss or the acting by setting its own class; with
+    `config.recurrent` the recurrent ones are used, so a subclass that sets
+    `trainer_class` (or `executor_class`) must set its recurrent twin too (or
+    the builder refuses a recurrent config, naming it: see `trainer_class_to_use`).
+    """
+
+    trainer_class: Type[Any] = object
+    executor_class: Type[Any] = object
+    recurrent_trainer_class: Optional[Type[Any]] = None
+    recurrent_executor_class: Optional[Type[Any]] = None
+    # Whether replay items carry the environment's extras (its global state), see
+    # `replay_environment_extras_spec`.
+    stores_environment_extras = False
+
+    def __init__(self, config: Any, environment_spec: MAEnvironmentSpec,
+                 agent_networks: Dict[str, str], network_factory: Callable[..., Any],
+                 run_dir: str):
+        """Keeps what every part is made from.
+
+        Args:
+          config: the system's config dataclass.
+          environment_spec: the environment's spec (every agent's).
+          agent_networks: `{agent: network key}` (agents sharing a key share networks).
+          network_factory: the family's network factory (see its `networks` module).
+          run_dir: the run's directory (checkpoints go under it).
+
+        Raises:
+          ValueError: naming the attribute, if `config.recurrent` is set but this
+            builder's class sets `trainer_class` or `executor_class` without its
+            recurrent twin (see `trainer_class_to_use`).
+        """
+        self.config = config
+        self.environment_spec = environment_spec
+        self.agent_networks = agent_networks
+        self.network_factory = network_factory
+        self.run_dir = run_dir
+        self.stacker = AgentStacker(agent_networks)
+        if self.recurrent:
+            self.trainer_class_to_use()
+            self.executor_class_to_use()
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the agents are recurrent: replay holds sequences, not n-step transitions
+        (never for a subclass whose config has no `recurrent` switch)."""
+        return bool(getattr(self.config, "recurrent", False))
+
+    def replay_environment_extras_spec(self) -> Mapping[str, Any]:
+        """The environment extras replay items carry: with `stores_environment_extras`, all the
+        environment has (`{"env_state": spec}` when it has a global state), else none."""
+        return dict(self.environment_spec.extras) if self.stores_environment_extras else {}
+
+    def global_state_spec(self) -> specs.Array:
+        """The global state a centralised module (a mixer, a critic) sees: the environment's
+        `env_state` when replay stores it, else every agent's observation flattened and
+        concatenated."""
+        stored = self.replay_environment_extras_spec()
+        if "env_state" in stored:
+            return stored["env_state"]
+        size = sum(int(np.prod(self.environment_spec.observations[agent].observation.shape))
+                   for agent in self.environment_spec.agents)
+        return specs.Array((size,), np.float32, name="concatenated_observations")
+
+    def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
+        """Batches sampled from replay, as stored (the trainer unpacks them), prefetched."""
+        return ReplayIterator(functools.partial(
+            make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
+            self.batch_size, self.config.prefetch_size,
+            self.config.dataset_parallel_calls))
+
+    def trainer_checkpointing(self, replay_client: Optional[reverb.Client] = None
+                              ) -> Callable[[Mapping[str, Any]], Checkpointing]:
+        """Makes the trainer's checkpointing of its state under `<run_dir>/checkpoints/trainer/`.
+
+        With `replay_client`, replay is saved just before each periodic trainer
+        checkpoint (see replay_checkpointing.py), so the two are restored together.
+        """
+        return functools.partial(
+            Checkpointing, run_dir=self.run_dir, node="trainer",
+            interval_s=self.config.checkpoint_interval_s,
+            max_to_keep=self.config.max_checkpoints_to_keep,
+            before_save=(ReplayCheckpointRequest(replay_client, program_stop_event(),
+                                                 run_dir=self.run_dir)
+                         if replay_client is not None else None))
+
+    def trainer_class_to_use(self) -> Type[Any]:
+        """The class `make_trainer` constructs: `recurrent_trainer_class` with `config.recurrent`,
+        else `trainer_class`.
+
+        Raises:
+          ValueError: with `config.recurrent`, if a subclass set `trainer_class` but not
+            `recurrent_trainer_class` (its trainer would silently not be used).
+        """
+        return self._class_to_use("trainer_class")
+
+    def executor_class_to_use(self) -> Type[Any]:
+        """The class acting executors are: `recurrent_executor_class` with `config.recurrent`,
+        else `executor_class` (refused as `trainer_class_to_use` says)."""
+        return self._class_to_use("executor_class")
+
+    def _class_to_use(self, attribute: str) -> Type[Any]:
+        if not self.recurrent:
+            return getattr(self, attribute)
+        recurrent_attribute = f"recurrent_{attribute}"
+        recurrent_class = getattr(self, recurrent_attribute)
+        # Where each is set: this builder itself, else the classes of its MRO, most derived first.
+        owners = [self, *type(self).__mro__]
+        setter = next(owner for owner in owners if attribute in vars(owner))
+        if recurrent_class is None or owners.index(setter) < next(
+                index for index, owner in enumerate(owners) if recurrent_attribute in vars(owner)):
+            where = getattr(setter, "__name__", f"this {type(self).__name__}")
+            raise ValueError(
+                f"{where} sets {attribute} = {getattr(self, attribute).__name__} but not "
+                f"{recurrent_attribute}, which the builder uses with recurrent=True (now "
+                f"{getattr(recurrent_class, '__name__', None)}): set {recurrent_attribute} there "
+                "too (e.g. the same change made to the recurrent class), or use recurrent=False")
+        return recurrent_class
+
+    # The interface (see the module's docstring): each family implements these.
+    def make_networks(self) -> Any:
+        """The networks (every node builds its copy here)."""
+        raise NotImplementedError
+
+    def make_replay_tables(self) -> List[reverb.Table]:
+        """The replay node's tables."""
+        raise NotImplementedError
+
+    def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
+        """Writes an executor's steps into replay."""
+        raise NotImplementedError
+
+    def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
+        """How the trainer turns a batch of stored items into its nest (None: as stored)."""
+        return None
+
+    def make_variable_client(self, variable_source: Any, networks: Any) -> Any:
+        """Keeps an executor's `networks` in step with `variable_source`, in the background."""
+        raise NotImplementedError
+
+    def make_trainer(self, networks: Any, dataset: Iterator[reverb.ReplaySample],
+                     replay_client: Optional[reverb.Client] = None, counter: Any = None,
+                     logger: Any = None, checkpoint: bool = True) -> Any:
+        """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
+        raise NotImplementedError
+
+    def make_executor(self, networks: Any, *args: Any, **kwargs: Any) -> Any:
+        """An acting executor: `make_executor(networks, adder=, variable_client=, seed=,
+        **exploration)` (a family that explores by a schedule takes it second)."""
+        raise NotImplementedError
+
+    def make_evaluation_executor(self, networks: Any, variable_client: Any = None,
+                                 seed: int = 0) -> Any:
+        """A greedy executor that writes nothing (the evaluator's, and `evaluate`'s)."""
+        raise NotImplementedError
+
+
+class NStepReplayBuilder(MultiAgentBuilder):
+    """The off-policy replay layout: one table of n-step transitions (or, with `config.recurrent`,
+    of sequences with the networks' stored states), uniform or prioritised, rate-limited by
+    samples per insert; items are packed into one byte column (see packing.py).
+
+    Reads the config's `n_step`, `discount`, `batch_size`, `min_replay_size`,
+    `max_replay_size`, `samples_per_insert`, `prefetch_size`,
+    `dataset_parallel_calls` and, if it has them, `prioritized_replay` and
+    `priority_exponent`, `transitions_per_item`, and with `recurrent` the
+    sequence fields (see `MADQNConfig`). A recurrent family says which modules'
+    states are stored by `acting_cores`.
+    """
+
+    def acting_cores(self, networks: Any) -> Mapping[str, Any]:
+        """`{network key: snt.RNNCore}` whose state executors carry and replay stores with
+        recurrent agents."""
+        raise NotImplementedError(f"{type(self).__name__} has no recurrent networks")
+
+    def sequence_extras_spec(self) -> Dict[str, Any]:
+        """What each stored step's extras hold with recurrent agents (written with its
+        observation, see `ObservationExtrasSequenceAdder`): every network's state the agents
+        act from there (`core_state`, agents stacked), the step mask and the environment's
+        extras if replay stores them."""
+        networks = self.make_networks()
+        core_state = {key: tree.map_structure(
+                          lambda part: specs.Array(tuple(part.shape), np.float32),
+                          self.acting_cores(networks)[key].initial_state(len(agents)))
+                      for key, agents in self.stacker.agents_by_network.items()}
+        extras = {**self.replay_environment_extras_spec(), "core_state": core_state,
+                  STEP_MASK: specs.Array((), np.float32)}
+        return dict(sorted(extras.items()))  # One order, whatever the nest functions do.
+
+    def sequence_signature(self) -> Any:
+        """The replay item with recurrent agents: `config.sequence_length` steps of every
+        network's agents stacked, with `sequence_extras_spec` extras."""
+        return reverb_adders.SequenceAdder.signature(
+            self.environment_spec.stacked(self.stacker), self.sequence_extras_spec(),
+            sequence_length=self.config.sequence_length)
+
+    @property
+    def transitions_per_item(self) -> int:
+        """Transitions per replay item (see `MADQNConfig.transitions_per_item`; 1 for a config
+        without it), or 1 with recurrent agents, whose items are sequences."""
+        return 1 if self.recurrent else int(getattr(self.config, "transitions_per_item", 1))
+
+    def replay_size_in_items(self, steps: int) -> int:
+        """Replay items holding about `steps` steps: items of `transitions_per_item`
+        transitions, or sequences of `steps_per_sequence` new steps each with recurrent agents."""
+        per_item = self.config.steps_per_sequence if self.recurrent else self.transitions_per_item
+        return max(1, -(-steps // per_item))
+
+    @property
+    def batch_size(self) -> int:
+        """Items per trainer step: `batch_size` transitions (in items of `transitions_per_item`),
+        or `sequence_batch_size` sequences."""
+        config = self.config
+        return (config.sequence_batch_size if self.recurrent
+                else config.batch_size // self.transitions_per_item)
+
+    def transition_signature(self) -> Any:
+        """The (unpacked) replay item: an n-step transition of every network's agents stacked
+        (see `AgentStacker`); its `extras` hold the environment's extras at both ends of the
+        transition (see `transition_extras_spec`) if replay stores them."""
+        extras_spec = self.replay_environment_extras_spec()
+        return reverb_adders.NStepTransitionAdder.signature(
+            self.environment_spec.stacked(self.stacker),
+            transition_extras_spec(extras_spec) if extras_spec else ())
+
+    def transition_item_signature(self) -> tf.TensorSpec:
+        """A stored (packed) replay item: one transition's bytes, or `[transitions_per_item,
+        bytes]` for several (see `make_transition_packer`)."""
+        packed = self.make_transition_packer().signature()
+        if self.transitions_per_item == 1:
+            return packed
+        return tf.TensorSpec([self.transitions_per_item, *packed.shape], packed.dtype,
+                             name=packed.name)
+
+    def make_transition_packer(self) -> ArrayPacker:
+        """Packs each replay item (see `transition_signature`) into one byte column: sampling
+        is much cheaper (see packing.py)."""
+        return ArrayPacker(self.transition_signature())
+
+    def make_rate_limiter(self) -> reverb.rate_limiters.RateLimiter:
+        """Sampling starts at `min_replay_size` items, then keeps to `samples_per_insert`.
+
+        Without `samples_per_insert`, only the minimum size is enforced.
+        """
+        config = self.config
+        min_size = self.replay_size_in_items(config.min_replay_size)
+        if config.samples_per_insert is None:
+            return reverb.rate_limiters.MinSize(min_size)
+        # Allow the sample/insert ratio to drift by 10% of the minimum replay size; never less
+        # than Reverb accepts (one insert's worth of samples: a few sequences in replay and a
+        # high samples_per_insert would otherwise fail with Reverb's own error).
+        error_buffer = max(min_size * 0.1 * config.samples_per_insert, 2.0 * self.batch_size,
+                           float(config.samples_per_insert), 1.0)
+        return reverb.rate_limiters.SampleToInsertRatio(
+            min_size_to_sample=min_size,
+            samples_per_insert=config.samples_per_insert, error_buffer=error_buffer)
+
+    def make_replay_tables(self) -> List[reverb.Table]:
+        """One table of transitions (sequences with recurrent agents), uniform or prioritised,
+        rate-limited by samples per insert."""
+        config = self.config
+        limiter = self.make_rate_limiter()
+        sampler = (reverb.selectors.Prioritized(config.priority_exponent)
+                   if config.prioritized_replay else reverb.selectors.Uniform())
+        signature = (self.sequence_signature() if self.recurrent
+                     else self.transition_item_signature())
+        return [reverb.Table(name=REPLAY_TABLE, sampler=sampler, remover=reverb.selectors.Fifo(),
+                             max_size=self.replay_size_in_items(config.max_replay_size),
+                             rate_limiter=limiter, signature=signature)]
+
+    def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
+        """How the trainer turns a batch of stored replay items into its nest of transitions
+        (None: as stored, as sequences are)."""
+        return None if self.recurrent else self.make_transition_packer().unpack_rows
+
+    def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
+        """Writes every executor step into replay as n-step transitions, or with recurrent agents
+        as sequences of `sequence_length` steps every `steps_per_sequence` steps."""
+        if self.recurrent:
+            return ObservationExtrasSequenceAdder(
+                StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
+                period=self.config.steps_per_sequence,
+                stores_environment_extras=bool(self.replay_environment_extras_spec()))
+        return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
+                                    n_step=self.config.n_step, discount=self.config.discount,
+                                    packer=self.make_transition_packer(),
+                                    environment_extras=bool(self.replay_environment_extras_spec()),
+                                    transitions_per_item=self.transitions_per_item)
+
+
+class SequenceQueueBuilder(MultiAgentBuilder):
+    """The on-policy replay layout: a FIFO queue of sequences of `config.sequence_length` steps,
+    each starting at the previous one's last step (its bootstrap) and crossing episodes; each
+    is trained on once and executors wait while the queue is full (`config.max_queue_size`).
+
+    A family says what its executors write with each step (`extras_spec`) and,
+    if more than the stacked environment data, what each step's observation
+    holds (`sequence_environment_spec`).
+    """
+
+    def extras_spec(self) -> Dict[str, Any]:
+        """What executors write with each action (e.g. the behaviour log-probabilities)."""
+        raise NotImplementedError
+
+    def sequence_environment_spec(self) -> acme_specs.EnvironmentSpec:
+        """The spec of what each stored step holds besides its extras: the environment's data
+        stacked per network."""
+        return self.environment_spec.stacked(self.stacker)
+
+    @property
+    def batch_size(self) -> int:
+        """Sequences per trainer step (`config.batch_size`)."""
+        return self.config.batch_size
+
+    def make_replay_tables(self) -> List[reverb.Table]:
+        """One FIFO queue of sequences: each is trained on once, and executors wait when it is
+        full."""
+        signature = reverb_adders.SequenceAdder.signature(
+            self.sequence_environment_spec(), self.extras_spec(),
+            sequence_length=self.config.sequence_length)
+        return [reverb.Table.queue(name=REPLAY_TABLE, max_size=self.config.max_queue_size,
+                                   signature=signature)]
+
+    def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
+        """Writes sequences of `sequence_length` steps, each starting at the previous one's last."""
+        return reverb_adders.SequenceAdder(
+            client=StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
+            period=self.config.sequence_length - 1,
+            end_of_episode_behavior=EndBehavior.CONTINUE)
