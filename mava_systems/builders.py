@@ -202,6 +202,11 @@ class MultiAgentBuilder:
         """Keeps an executor's `networks` in step with `variable_source`, in the background."""
         raise NotImplementedError
 
+    def trainer_options(self) -> Dict[str, Any]:
+        """Arguments of the trainer class beyond the family's own: a subclass's, e.g. its
+        trainer `modules` (`{name: TrainerModule}`, such as a mixer). None here."""
+        return {}
+
     def make_trainer(self, networks: Any, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
                      logger: Any = None, checkpoint: bool = True) -> Any:

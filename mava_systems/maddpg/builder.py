@@ -53,7 +53,7 @@ class MADDPGBuilder(NStepReplayBuilder):
                      logger: Any = None, checkpoint: bool = True) -> MADDPGTrainer:
         """The trainer, checkpointed with replay (see `trainer_checkpointing`) when `checkpoint`."""
         config = self.config
-        return self.trainer_class(
+        return self.trainer_class_to_use()(
             networks=networks, critic_inputs=self.make_critic_inputs(), dataset=dataset,
             discount=config.discount, policy_learning_rate=config.policy_learning_rate,
             critic_learning_rate=config.critic_learning_rate,

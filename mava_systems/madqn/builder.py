@@ -1,6 +1,6 @@
 """Makes MADQN's parts: replay tables, dataset, adder, networks, trainer, executors."""
 
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 from acme import adders
 from acme.tf import variable_utils
@@ -52,11 +52,6 @@ class MADQNBuilder(NStepReplayBuilder):
             variable_source,
             {key: network.variables for key, network in networks.q_networks.items()},
             update_period=self.config.variable_update_period)
-
-    def trainer_options(self) -> Dict[str, Any]:
-        """Arguments of `trainer_class` beyond MADQN's: a subclass's own, e.g. its trainer
-        `modules` (`{name: TrainerModule}`, such as a mixer). None here."""
-        return {}
 
     def make_trainer(self, networks: MADQNNetworks, dataset: Iterator[reverb.ReplaySample],
                      replay_client: Optional[reverb.Client] = None, counter: Any = None,
