@@ -137,15 +137,6 @@ STEP_SCHEDULE_EPISODES = 32
 CLOCK_SCHEDULE_EPISODES = 4
 
 
-def episodes_per_evaluation(evaluation_episodes: Optional[int],
-                            evaluation_interval_s: Optional[float]) -> int:
-    """Greedy episodes per evaluation round: `evaluation_episodes`, or the default of the schedule
-    (by steps when `evaluation_interval_s` is None, else on the clock)."""
-    if evaluation_episodes is not None:
-        return int(evaluation_episodes)
-    return STEP_SCHEDULE_EPISODES if evaluation_interval_s is None else CLOCK_SCHEDULE_EPISODES
-
-
 @dataclasses.dataclass
 class RunConfig:
     """The fields every system's configuration shares: evaluation, checkpointing, logging, seed.
@@ -205,7 +196,9 @@ class RunConfig:
     def episodes_per_evaluation(self) -> int:
         """Greedy episodes per evaluation round: `evaluation_episodes`, or its schedule's
         default."""
-        return episodes_per_evaluation(self.evaluation_episodes, self.evaluation_interval_s)
+        if self.evaluation_episodes is not None:
+            return int(self.evaluation_episodes)
+        return STEP_SCHEDULE_EPISODES if self.evaluates_by_steps else CLOCK_SCHEDULE_EPISODES
 
 
 @dataclasses.dataclass

@@ -19,7 +19,6 @@ from absl import app, flags, logging
 
 from mava_systems import console, evaluate, launch, registry
 from mava_systems.components import lifecycle
-from mava_systems.config import episodes_per_evaluation
 from mava_systems.components.run_directory import read_status
 from mava_systems.experiment import systems
 
@@ -112,8 +111,8 @@ def make_main(system_class: Any):
                 console.say([f"Stopped at {int(steps)} of {max_steps} executor steps: "
                              "not finished"])
                 sys.exit(INTERRUPTED_EXIT_CODE)
-            episodes = FINAL_EVALUATION_FACTOR * episodes_per_evaluation(
-                FLAGS.evaluation_episodes, FLAGS.evaluation_interval_s)
+            config = launch.config_from_flags(system_class.config_class)
+            episodes = FINAL_EVALUATION_FACTOR * config.episodes_per_evaluation
             result = final_evaluation(FLAGS.run_dir, episodes, seed=FLAGS.seed)
             save_final_evaluation(FLAGS.run_dir, result)
             # On the terminal, not in the run's output log: the terminal is quiet by now.
