@@ -146,8 +146,9 @@ def test_rows_fall_at_every_multiple_with_the_variables_of_that_step(slow):
     assert not counter.get_counts()[GATE_KEY] or counter.get_counts()["executor_steps"] >= limit
 
 
-def test_a_program_evaluates_at_exactly_every_multiple_and_at_its_limit(tmp_path):
-    """MADQN (local_mt, 2 executors) on the line world with the default schedule (by steps):
+@pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
+def test_a_program_evaluates_at_exactly_every_multiple_and_at_its_limit(tmp_path, launch_type):
+    """MADQN (2 executors) on the line world with the default schedule (by steps):
     evaluator rows at 0, 200, ..., 1000 exactly, the last the final round; each of the same
     number of episodes; the trainer counts of the evaluated variables never going back."""
     import program_helpers
@@ -157,7 +158,8 @@ def test_a_program_evaluates_at_exactly_every_multiple_and_at_its_limit(tmp_path
     program_helpers.run_example(
         "mpe/run_madqn.py", run_dir, "--env=debug/line_world_v0", "--min_replay_size=100",
         "--batch_size=32", "--n_step=3", "--num_executors=2", "--max_executor_steps=1000",
-        "--evaluation_every_steps=200", "--evaluation_episodes=3", "--progress_interval_s=0")
+        "--evaluation_every_steps=200", "--evaluation_episodes=3", "--progress_interval_s=0",
+        launch_type=launch_type)
     rows = read_csv(run_dir, "evaluator")
     assert [int(row["executor_steps"]) for row in rows] == [0, 200, 400, 600, 800, 1000]
     assert [row["final"] for row in rows] == ["0"] * 5 + ["1"]
