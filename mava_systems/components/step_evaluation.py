@@ -184,7 +184,7 @@ class StepEvaluator:
                          daemon=True).start()
         try:
             while not stop.is_set():
-                if self._snapshot_error is not None and not stop.is_set():
+                if self._snapshot_error is not None:
                     raise RuntimeError(f"the evaluator's snapshots failed: "
                                        f"{self._snapshot_error}") from self._snapshot_error
                 with self._queued:
