@@ -9,15 +9,17 @@ from typing import Any, Dict, Optional
 
 def bounded(default: Any, low: Optional[float] = None, high: Optional[float] = None, *,
             low_inclusive: bool = True, high_inclusive: bool = True, optional: bool = False,
-            doc: str = "") -> Any:
+            integer: bool = False, doc: str = "") -> Any:
     """A dataclass field whose numeric value must lie within [low, high] (bounds optional).
 
-    With `optional`, None is allowed too.
+    With `optional`, None is allowed too. The value must be an integer if the
+    default is one, or with `integer` (for an optional field whose default is None).
     """
     return dataclasses.field(
         default=default,
         metadata={"low": low, "high": high, "low_inclusive": low_inclusive,
-                  "high_inclusive": high_inclusive, "optional": optional, "doc": doc},
+                  "high_inclusive": high_inclusive, "optional": optional, "integer": integer,
+                  "doc": doc},
     )
 
 
@@ -52,7 +54,8 @@ def validate(config: Any) -> None:
             raise ValueError(
                 f"{type(config).__name__}.{field.name} must be a number in {_range_text(meta)}, "
                 f"got {value!r}")
-        if isinstance(field.default, int) and not isinstance(field.default, bool):
+        if meta.get("integer") or (isinstance(field.default, int)
+                                   and not isinstance(field.default, bool)):
             if not isinstance(value, numbers.Integral):
                 raise ValueError(
                     f"{type(config).__name__}.{field.name} must be an integer, got {value!r}")
@@ -129,6 +132,11 @@ JIT_COMPILE_DOC = (
     "with an error naming jit_compile).")
 
 
+# Evaluation episodes per round when `evaluation_episodes` is None, by schedule.
+STEP_SCHEDULE_EPISODES = 32
+CLOCK_SCHEDULE_EPISODES = 4
+
+
 @dataclasses.dataclass
 class RunConfig:
     """The fields every system's configuration shares: evaluation, checkpointing, logging, seed.
@@ -136,18 +144,33 @@ class RunConfig:
     System configurations subclass it (their own fields follow these).
     """
 
-    evaluation_interval_s: float = bounded(5.0, 0.0, doc="Seconds between evaluation rounds.")
-    evaluation_episodes: int = bounded(4, 1, doc="Greedy episodes per evaluation round.")
+    evaluation_every_steps: int = bounded(
+        5000, 1, doc="Evaluate the policy every this many executor steps (counted over all "
+                     "executors), at exactly these steps and at the step limit, with the "
+                     "trainer's variables of that step (docs/architecture.md, Evaluation by "
+                     "executor steps).")
+    evaluation_interval_s: Optional[float] = bounded(
+        None, 0.0, optional=True,
+        doc="Set: evaluate every this many seconds instead (the clock schedule: where rounds fall "
+            "depends on the machine's speed and load; evaluation_every_steps is then unused).")
+    evaluation_episodes: Optional[int] = bounded(
+        None, 1, optional=True, integer=True,
+        doc="Greedy episodes per evaluation round, each round on the same evaluation seeds "
+            f"(none: {STEP_SCHEDULE_EPISODES} by steps, {CLOCK_SCHEDULE_EPISODES} on the clock).")
+    evaluation_max_pending: int = bounded(
+        2, 0, doc="Evaluation by steps: executors wait while more than this many snapshots wait "
+                  "for their evaluation round (training runs at most (this + 1) x "
+                  "evaluation_every_steps executor steps ahead of the evaluator).")
     evaluation_video_every_rounds: int = bounded(
         0, 0, doc="Record one more greedy episode every this many evaluation rounds (and at the "
                   "final round) as <run_dir>/videos/steps_<executor steps>.gif, shown in "
                   "TensorBoard's images; 0: never. The environment must render images.")
     evaluation_max_cpu_share: float = bounded(
         0.05, 0.0, 1.0, low_inclusive=False,
-        doc="The evaluator's CPU budget, as a share of one core: after a round it waits "
-            "evaluation_interval_s, or longer when the round took more than this share of the "
-            "CPU time since the previous round ended (e.g. 0.05: at least 19 times the round's "
-            "CPU time).")
+        doc="The clock schedule's CPU budget for the evaluator, as a share of one core: after a "
+            "round it waits evaluation_interval_s, or longer when the round took more than this "
+            "share of the CPU time since the previous round ended (e.g. 0.05: at least 19 times "
+            "the round's CPU time).")
     checkpoint_interval_s: float = bounded(300.0, 0.0, low_inclusive=False,
                                            doc="Seconds between checkpoints.")
     max_checkpoints_to_keep: int = bounded(3, 1, doc="Checkpoints kept per node.")
@@ -162,6 +185,20 @@ class RunConfig:
 
     def __post_init__(self):
         validate(self)
+
+    @property
+    def evaluates_by_steps(self) -> bool:
+        """Whether evaluation rounds fall at multiples of `evaluation_every_steps` (else every
+        `evaluation_interval_s` seconds)."""
+        return self.evaluation_interval_s is None
+
+    @property
+    def episodes_per_evaluation(self) -> int:
+        """Greedy episodes per evaluation round: `evaluation_episodes`, or its schedule's
+        default."""
+        if self.evaluation_episodes is not None:
+            return int(self.evaluation_episodes)
+        return STEP_SCHEDULE_EPISODES if self.evaluates_by_steps else CLOCK_SCHEDULE_EPISODES
 
 
 @dataclasses.dataclass

@@ -167,6 +167,10 @@ def _optional_number_flag(name: str, text: str) -> Optional[float]:
     if text.strip().lower() == "none":
         return None
     try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
         return float(text)
     except ValueError:
         raise ValueError(f"--{name}={text} is not a number (or 'none')") from None

@@ -96,6 +96,18 @@ def _round_line(label: str, value: float, steps: int) -> str:
     return f"  {label:<14}{value:9.2f}   at executor step {steps:,}"
 
 
+def evaluation_protocol(config: Any) -> str:
+    """The evaluation schedule and episodes of `config`, as the summary states them (with a
+    leading space), or "" for a config without them."""
+    episodes = getattr(config, "episodes_per_evaluation", None)
+    if not episodes:
+        return ""
+    if getattr(config, "evaluates_by_steps", False):
+        return (f" ({episodes} greedy episodes per round, every "
+                f"{config.evaluation_every_steps:,} executor steps)")
+    return f" ({episodes} greedy episodes per round)"  # On the clock: rounds fall where they may.
+
+
 def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: float,
                    argv: Sequence[str], log_file: Optional[str],
                    baseline: Optional[BaselineReturn],
@@ -109,8 +121,7 @@ def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: 
     ending = "Finished." if failure is None else f"Stopped because a node failed ({failure})."
     lines = [f"{ending} {steps_at_end:,} executor steps ({steps:,} in this launch) in "
              f"{format_duration(wall_s)}, {rate:,.1f} steps/s."]
-    episodes = getattr(system.config, "evaluation_episodes", None)
-    per_round = f" ({episodes} greedy episodes per round)" if episodes else ""
+    per_round = evaluation_protocol(system.config)
     if rounds:
         lines.append(f"Evaluation return, summed over agents{per_round}:")
         lines.append(_round_line("first round", rounds[0].mean_return, rounds[0].executor_steps))

@@ -25,7 +25,7 @@ from mava_systems.components.cacher import CacherNode
 from mava_systems.components.coordinator import StepLimiter
 from mava_systems.components.counting import CheckpointedCounter
 from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.evaluation import Evaluator
+from mava_systems.evaluator_node import EVALUATOR_SEED_OFFSET, make_evaluator
 from mava_systems.components.logging import TensorBoardLogger, make_logger
 from mava_systems.components.replay_checkpointing import ReplayNode
 from mava_systems.components.disk_space import check_free_space
@@ -35,8 +35,6 @@ from mava_systems.components.run_directory import (RunStatus, check_description,
                                                    read_status, release, roll_back_logs,
                                                    save_description, save_run_config)
 
-# The evaluator's seed is the run's seed plus this (executors take the run's seed plus 1, 2, ...).
-EVALUATOR_SEED_OFFSET = 10_000
 
 def default_run_dir(name: str, root: str = "runs") -> str:
     """A fresh timestamped run directory path, e.g. runs/madqn-20261129-211500."""
@@ -200,9 +198,19 @@ class DistributedSystem:
 
     # Nodes every system shares.
     def counter(self) -> CheckpointedCounter:
-        """The central counter node's object."""
-        return CheckpointedCounter(self.run_dir, self._checkpoint_interval_s,
-                                   self._max_checkpoints_to_keep)
+        """The central counter node's object (keeping the evaluation schedule by steps, if the
+        config evaluates by steps)."""
+        by_steps = self.evaluates_by_steps
+        return CheckpointedCounter(
+            self.run_dir, self._checkpoint_interval_s, self._max_checkpoints_to_keep,
+            evaluate_every_steps=self.config.evaluation_every_steps if by_steps else None,
+            max_pending_evaluations=getattr(self.config, "evaluation_max_pending", 0),
+            steps_key=self.steps_key)
+
+    @property
+    def evaluates_by_steps(self) -> bool:
+        """Whether the evaluator evaluates at multiples of `config.evaluation_every_steps`."""
+        return bool(getattr(self.config, "evaluates_by_steps", False))
 
     def coordinator(self, counter: Any, evaluator: Any = None, trainer: Any = None
                     ) -> StepLimiter:
@@ -227,9 +235,10 @@ class DistributedSystem:
         loop itself gathers the episodes of `count_interval_s` far from the
         limit and counts each one near it): that is what lets executors stop
         within one episode each of the limit (see `EnvironmentLoop`); without
-        one, once a second, as Acme's counters do.
+        one, once a second, as Acme's counters do; with evaluation by steps, at
+        every increment as well (the evaluation gate is read from the replies).
         """
-        return 0.0 if self._max_executor_steps else 1.0
+        return 0.0 if self._max_executor_steps or self.evaluates_by_steps else 1.0
 
     def node_logger(self, label: str, steps_key: str, time_delta: float = 0.0) -> Any:
         """Node `label`'s logger (see `make_logger`): rows stepped by `steps_key`."""
@@ -255,20 +264,11 @@ class DistributedSystem:
         raise NotImplementedError
 
     def evaluator(self, variable_source: Any, counter: Any) -> Any:
-        """The evaluator node's object: rounds of greedy episodes (see `greedy_executor`) with
-        the source's latest variables, logged against the executors' step count."""
-        executor, variable_client = self.greedy_executor(
-            variable_source, self.config.seed + EVALUATOR_SEED_OFFSET)
-        environment = self.environment_factory(
-            evaluation=True, seed=self.config.seed + EVALUATOR_SEED_OFFSET)
-        # Synced at every episode: a round logs the counts as they stand when it ends.
-        counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
-        loop = EnvironmentLoop(environment, executor, counter)
-        return Evaluator(loop, variable_client.update_and_wait, counter,
-                         self.node_logger("evaluator", "executor_steps"),
-                         self.config.evaluation_episodes, self.config.evaluation_interval_s,
-                         self.config.evaluation_max_cpu_share,
-                         videos=self.evaluation_videos(executor))
+        """The evaluator node's object: rounds of greedy episodes (see `greedy_executor`), each
+        on the same evaluation seeds; by steps (see `step_evaluation.StepEvaluator`) with the
+        source's variables of every multiple of `evaluation_every_steps`, else every
+        `evaluation_interval_s` with its latest variables; logged against the executor steps."""
+        return make_evaluator(self, variable_source, counter)
 
     def evaluation_videos(self, executor: Any) -> Optional[recording.EvaluationVideos]:
         """The evaluator's recordings of `executor`'s greedy episodes (None unless

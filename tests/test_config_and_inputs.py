@@ -18,7 +18,9 @@ RANGED_FIELDS = [field for field in dataclasses.fields(MADQNConfig) if "low" in 
 
 
 def is_int_field(field: dataclasses.Field) -> bool:
-    return isinstance(field.default, int) and not isinstance(field.default, bool)
+    """An integer field: its default is an integer, or (an optional one) it says so."""
+    return field.metadata.get("integer") or (isinstance(field.default, int)
+                                             and not isinstance(field.default, bool))
 
 
 def outside_values(field: dataclasses.Field):
@@ -118,7 +120,7 @@ def test_nan_is_rejected(field):
 
 @pytest.mark.parametrize("field", [f for f in RANGED_FIELDS if is_int_field(f)], ids=lambda f: f.name)
 def test_float_for_an_int_field_raises(field):
-    default = field.default
+    default = field.default if field.default is not None else int(field.metadata["low"])
     for value in (float(default), default + 0.5):
         with pytest.raises(ValueError, match=rf"\b{field.name}\b"):
             MADQNConfig(**with_value(field.name, value))

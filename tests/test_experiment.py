@@ -250,16 +250,14 @@ def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
             assert figure.read(8) == b"\x89PNG\r\n\x1a\n", name
     numbers = json.load(open(os.path.join(report_dir, report_lib.NUMBERS_FILE)))
     assert numbers["labels"] == ["madqn", "fast"]
-    assert set(numbers["improvement"]) == {"madqn > fast", "fast > madqn"}
+    # Two seeds: no probability of improvement (it needs 3; see tests/test_report_metrics.py).
+    assert numbers["improvement"] == {}
     for label in ("madqn", "fast"):
         point, low, high = numbers["aggregate"][label]
         assert low <= point <= high <= 1.0
         point, low, high = numbers["per_task"][ENV][label]
         assert low <= point <= high
         assert len(numbers["sample_efficiency"][label]) == 5
-    # P(X > Y) + P(Y > X) = 1 for two entries.
-    assert (numbers["improvement"]["madqn > fast"][0]
-            + numbers["improvement"]["fast > madqn"][0]) == pytest.approx(1.0)
     assert numbers["random_scores"][ENV] < numbers["best_scores"][ENV]
     text = open(os.path.join(report_dir, report_lib.REPORT_FILE)).read()
     for heading in ("## Final score per task", "## Final score of every run",
@@ -267,7 +265,7 @@ def test_the_report_has_every_figure_and_table(tiny_grid, tmp_path):
                     "![Performance profile]", "![Sample efficiency]", "![Aggregate IQM]",
                     "![Returns per task]"):
         assert heading in text
-    assert "| fast > madqn |" in text and "| madqn |" in text
+    assert "it needs at least 3 seeds" in text and "| madqn |" in text
     data = json.load(open(os.path.join(report_dir, results.MARL_EVAL_FILE)))
     check_marl_eval_layout(data)
     runs = data["debug"]["line_world_v0"]

@@ -30,7 +30,9 @@ def test_r2d2_topology(cartpole, tmp_run_dir, case):
     assert is_handle_of(learner._args[0], replay) and node_of(learner._args[1], program) is counter
     (cacher,) = check_cachers(program, learner, 1)
     (evaluator,) = program.groups["evaluator"]
-    assert node_of(evaluator._args[0], program) is cacher  # R2D2's evaluator reads the cache.
+    # R2D2's evaluator reads the cache, or the learner when it evaluates by steps (the default).
+    assert node_of(evaluator._args[0], program) is (
+        learner if system.evaluates_by_steps else cacher)
     actors = program.groups["actor"]
     assert len(actors) == num_actors
     for actor_id, actor in enumerate(actors):

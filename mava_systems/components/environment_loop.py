@@ -15,6 +15,7 @@ import numpy as np
 from mava_systems.components.counting import complete_counts
 from mava_systems.components.lifecycle import ProgramStopping, program_stop_event, run_watched
 from mava_systems.components.replay import close_this_threads_writers
+from mava_systems.components.step_evaluation import wait_at_gate
 from wrappers import MultiAgentEnvironment
 
 
@@ -289,10 +290,18 @@ class CountedLoop:
             self._count_sender = BackgroundCalls("episode counts")
         finished, self._unsent = self._unsent, []
         episodes, steps = len(finished), sum(one.episode.steps for one in finished)
-        reply = self._count_sender.submit(
-            lambda: self._counter.increment(episodes=episodes, steps=steps))
+        reply = self._count_sender.submit(lambda: self._increment_at_gate(episodes, steps))
         self._last_sent_at = time.monotonic()
         self._sent.append(_SentCount(reply, finished, self._last_sent_at))
+
+    def _increment_at_gate(self, episodes: int, steps: int) -> Dict[str, Any]:
+        """Counts `episodes` and `steps`; the reply comes once the evaluation gate (evaluation by
+        executor steps, see `components/step_evaluation.py`) is open, so this loop's next
+        increment waits for the evaluator's snapshot at a due step."""
+        counts = self._counter.increment(episodes=episodes, steps=steps)
+        wait_at_gate(counts, self._counter.get_counts, self._stop_event,
+                     passed=self._limit_reached)
+        return counts
 
     def _settle(self, wait: bool = True, keep: int = 0) -> Optional[Dict[str, Any]]:
         """Reads the replies of the episodes sent, in order, until `keep` are left unread

@@ -1,8 +1,9 @@
-"""The evaluator: greedy rounds of episodes with the latest variables, every few seconds."""
+"""The evaluator: rounds of greedy episodes, every few seconds (the clock schedule) or with the
+variables of given executor steps (see `step_evaluation.StepEvaluator`)."""
 
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from acme.utils import counting, loggers
 import launchpad as lp
@@ -13,6 +14,36 @@ from mava_systems.components.environment_loop import EnvironmentLoop
 from mava_systems.components.lifecycle import ProgramStopping, run_watched
 
 
+# The counts an evaluator row of a snapshot takes from the snapshot's time (the rest are now's).
+SNAPSHOT_COUNT_KEYS = ("executor_steps", "executor_episodes", "trainer_steps")
+
+
+class FixedSeedLoop:
+    """Episodes of a fresh environment made with the same seed at each round's start, so every
+    round plays the same episode seeds (the environment's first reset takes the seed, later
+    resets continue its generator)."""
+
+    def __init__(self, make_environment: Callable[[], Any],
+                 make_loop: Callable[[Any], EnvironmentLoop]):
+        self._make_environment = make_environment
+        self._make_loop = make_loop
+        self._environment: Optional[Any] = None
+        self._loop: Optional[EnvironmentLoop] = None
+
+    def start_round(self) -> None:
+        """Replaces the environment by a fresh one, made with the seed."""
+        if self._environment is not None:
+            self._environment.close()
+        self._environment = self._make_environment()
+        self._loop = self._make_loop(self._environment)
+
+    def run_episode(self) -> Dict[str, Any]:
+        """Plays the round's next episode (see `EnvironmentLoop.run_episode`)."""
+        if self._loop is None:
+            self.start_round()
+        return self._loop.run_episode()
+
+
 class Evaluator:
     """Plays `episodes` greedy episodes every `interval_s` and logs their mean return.
 
@@ -21,15 +52,19 @@ class Evaluator:
     otherwise exceed that share of the time from its start to the next one's.
     """
 
-    def __init__(self, loop: EnvironmentLoop, fetch_variables: Callable[[], None],
+    def __init__(self, loop: Any, fetch_variables: Callable[[], None],
                  counter: counting.Counter, logger: loggers.Logger, episodes: int,
                  interval_s: float, max_cpu_share: float = 1.0,
-                 videos: Optional[Any] = None):
+                 videos: Optional[Any] = None,
+                 load_variables: Optional[Callable[[Any], None]] = None):
         """`fetch_variables()` must copy the source's latest variables into the loop's executor.
 
         (An executor's own `update(wait=True)` would not do: its variable client only
-        fetches every `variable_update_period` calls.) `videos` (a
-        `recording.EvaluationVideos`), if given, may record an episode after each round.
+        fetches every `variable_update_period` calls.) `loop` plays episodes
+        (`run_episode()`); if it has a `start_round()`, that is called before each
+        round (see `FixedSeedLoop`). `videos` (a `recording.EvaluationVideos`), if
+        given, may record an episode after each round. `load_variables(variables)`
+        copies a snapshot's variables (see `evaluate`) into the executor.
         """
         self._loop = loop
         self._fetch_variables = fetch_variables
@@ -44,15 +79,21 @@ class Evaluator:
         self._lock = threading.Lock()  # Rounds of `run` and `final_evaluation` take turns.
         self._final_done = False
         self._videos = videos
+        self._load_variables = load_variables
 
-    def evaluate(self, final: bool = False) -> dict:
-        """Fetches the latest variables, plays one round and logs its summary.
+    def evaluate(self, final: bool = False, snapshot: Optional[Any] = None,
+                 step: Optional[int] = None) -> dict:
+        """Fetches the latest variables (or loads `snapshot`'s), plays one round and logs its
+        summary.
 
         The summary's `final` is 1 for the round played at the program's step
-        limit (see `final_evaluation`), else 0.
+        limit (see `final_evaluation`), else 0. Its counts are the counter's
+        now; with a `snapshot` (a `step_evaluation.Snapshot`), the executor and
+        trainer counts are the snapshot's, its executor steps exactly its step;
+        a given `step` is logged as the executor steps.
         """
         with self._lock:
-            return self._evaluate(final)
+            return self._evaluate(final, snapshot, step)
 
     def final_evaluation(self) -> dict:
         """Plays one last round with the trainer's latest variables; later rounds are skipped.
@@ -70,15 +111,23 @@ class Evaluator:
         return max(self._interval_s,
                    self._last_round_cpu_s * (1.0 / self._max_cpu_share - 1.0))
 
-    def _evaluate(self, final: bool) -> dict:
+    def _evaluate(self, final: bool, snapshot: Optional[Any], step: Optional[int]) -> dict:
         started = time.thread_time()
         try:
-            return self._play_round(final)
+            return self._play_round(final, snapshot, step)
         finally:
             self._last_round_cpu_s = time.thread_time() - started
 
-    def _play_round(self, final: bool) -> dict:
-        self._fetch_variables()
+    def _play_round(self, final: bool, snapshot: Optional[Any], step: Optional[int]) -> dict:
+        if snapshot is None:
+            self._fetch_variables()
+        elif self._load_variables is None:
+            raise ValueError("this evaluator cannot load snapshots (no load_variables)")
+        else:
+            self._load_variables(snapshot.variables)
+        start_round = getattr(self._loop, "start_round", None)
+        if start_round is not None:
+            start_round()
         episodes = [self._loop.run_episode() for _ in range(self._episodes)]
         returns = [episode["episode_return"] for episode in episodes]
         result = {
@@ -90,13 +139,22 @@ class Evaluator:
             **{key.replace("episode_return/", "evaluation_return/"): float(np.mean(
                 [episode.get(key, 0.0) for episode in episodes]))
                for key in episodes[0] if key.startswith("episode_return/")},
-            **complete_counts(self._counter.get_counts()),
+            **self._round_counts(snapshot, step),
             "final": int(final),
         }
         self._logger.write(result)
         if self._videos is not None:
             self._videos.after_round(int(result.get("executor_steps", 0)), final)
         return result
+
+    def _round_counts(self, snapshot: Optional[Any], step: Optional[int]) -> Dict[str, Any]:
+        counts = complete_counts(self._counter.get_counts())
+        if snapshot is not None:
+            counts.update({key: snapshot.counts.get(key, 0) for key in SNAPSHOT_COUNT_KEYS})
+            step = snapshot.step
+        if step is not None:
+            counts["executor_steps"] = step
+        return counts
 
     def run(self) -> None:
         """Evaluates every `interval_s` until the program stops (or its final round was played)."""

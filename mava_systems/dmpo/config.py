@@ -1,7 +1,7 @@
 """DMPO hyper-parameters, validated on construction."""
 
 import dataclasses
-from typing import Tuple
+from typing import Optional, Tuple
 
 from mava_systems.config import UniformReplayConfig, bounded, check_sizes, check_support
 
@@ -42,7 +42,10 @@ class DMPOConfig(UniformReplayConfig):
 
     # Acting and evaluation.
     variable_update_period: int = bounded(100, 1, doc="Actor steps between variable fetches.")
-    evaluation_episodes: int = bounded(4, 1, doc="Evaluation episodes (policy mean) per round.")
+    evaluation_episodes: Optional[int] = bounded(
+        None, 1, optional=True, integer=True,
+        doc="Evaluation episodes (policy mean) per round (none: the schedule's default, see "
+            "RunConfig).")
 
     def __post_init__(self):
         super().__post_init__()

@@ -1,10 +1,12 @@
-"""A grid's results: each run's evaluator rounds on common step points, and marl-eval's JSON layout.
+"""A grid's results: each run's evaluator rounds on common steps, and marl-eval's JSON layout.
 
-Evaluator rounds come every few seconds, so runs have rounds at different
-executor steps. For comparisons (and for marl-eval, which needs every run to
-have the same steps) each run's curve is read at `points` evenly spaced step
-counts up to the step limit: the value at a point is the latest round logged at
-or before it (the first round, for points before any round).
+Runs evaluated by executor steps (the default) have their rounds at the same
+steps: the grid's curves are those rounds themselves, at the steps every run
+evaluated at. Runs evaluated on the clock have rounds at different steps; for
+comparisons (and for marl-eval, which needs every run to have the same steps)
+each run's curve is then read at `points` evenly spaced step counts up to the
+step limit: the value at a point is the latest round logged at or before it
+(the first round, for points before any round), and the report says so.
 """
 
 import dataclasses
@@ -29,11 +31,13 @@ class RunResult:
     """One run's evaluator returns at the grid's step points and its final score."""
 
     run: grid_lib.Run
-    steps: np.ndarray  # The step points.
-    returns: np.ndarray  # The latest round's mean return at each point.
+    steps: np.ndarray  # The grid's steps (see `read_results`).
+    returns: np.ndarray  # The run's mean return at each of them.
     # The final evaluation's per-episode returns (empty if the system cannot be evaluated so).
     final_returns: List[float]
     rounds: int  # Evaluator rounds the run logged.
+    average_return: float = float("nan")  # The mean of every round's mean return.
+    resampled: bool = True  # Whether `returns` were read at points (else they are rounds).
 
     @property
     def score(self) -> float:
@@ -53,29 +57,61 @@ def value_at_points(steps: np.ndarray, values: np.ndarray, points: np.ndarray) -
     return np.asarray(values)[np.maximum(indices, 0)]
 
 
-def read_run(run: grid_lib.Run, points: np.ndarray) -> RunResult:
-    """A finished run's result.
+def read_curve(run: grid_lib.Run) -> plot.LearningCurve:
+    """A finished run's evaluator rounds.
 
     Raises:
       ValueError: if the run has not finished (no final evaluation) or logged no evaluation.
     """
-    final = run_one.read_final_evaluation(run.run_dir)
-    if final is None:
+    if run_one.read_final_evaluation(run.run_dir) is None:
         raise ValueError(f"run {run.name} in {run.run_dir} has not finished; run the "
                          "experiment command again to finish it")
     try:
-        curve = plot.read_learning_curve(run.run_dir)
+        return plot.read_learning_curve(run.run_dir)
     except FileNotFoundError as error:
         raise ValueError(str(error)) from None
-    return RunResult(run, points, value_at_points(curve.steps, curve.returns, points),
-                     list(final.get("returns", [])), len(curve.steps))
+
+
+def read_run(run: grid_lib.Run, points: np.ndarray,
+             curve: Optional[plot.LearningCurve] = None, resampled: bool = True) -> RunResult:
+    """A finished run's result, its curve read at `points` (the latest round at or before each),
+    or, unless `resampled`, at its rounds of those steps (it must have one at each).
+
+    Raises:
+      ValueError: if the run has not finished (no final evaluation) or logged no evaluation.
+    """
+    curve = curve if curve is not None else read_curve(run)
+    final = run_one.read_final_evaluation(run.run_dir) or {}
+    if resampled:
+        returns = value_at_points(curve.steps, curve.returns, points)
+    else:
+        returns = curve.returns[np.searchsorted(curve.steps, points)]
+    return RunResult(run, points, returns, list(final.get("returns", [])), len(curve.steps),
+                     float(np.mean(curve.returns)), resampled)
+
+
+def common_steps(curves: List[plot.LearningCurve]) -> Optional[np.ndarray]:
+    """The steps every curve has a round at, if they hold at least half of each curve's rounds
+    and two or more (runs evaluated by steps); else None (runs evaluated on the clock)."""
+    common = set(curves[0].steps.tolist())
+    for curve in curves[1:]:
+        common &= set(curve.steps.tolist())
+    if len(common) < 2 or any(len(common) < len(curve.steps) / 2 for curve in curves):
+        return None
+    return np.array(sorted(common))
 
 
 def read_results(out: str, points: int = DEFAULT_POINTS) -> List[RunResult]:
-    """Every run of the grid saved in `out` (all must have finished)."""
+    """Every run of the grid saved in `out` (all must have finished): at the steps every run
+    evaluated at (see `common_steps`), else at `points` evenly spaced steps."""
     grid = grid_lib.read_grid(out)
-    at = step_points(grid.max_executor_steps, points)
-    return [read_run(run, at) for run in grid.runs(out)]
+    runs = grid.runs(out)
+    curves = [read_curve(run) for run in runs]
+    steps = common_steps(curves)
+    if steps is None:
+        at = step_points(grid.max_executor_steps, points)
+        return [read_run(run, at, curve) for run, curve in zip(runs, curves)]
+    return [read_run(run, steps, curve, resampled=False) for run, curve in zip(runs, curves)]
 
 
 def marl_eval_data(results: List[RunResult]) -> Dict[str, Any]:

@@ -111,7 +111,8 @@ def make_main(system_class: Any):
                 console.say([f"Stopped at {int(steps)} of {max_steps} executor steps: "
                              "not finished"])
                 sys.exit(INTERRUPTED_EXIT_CODE)
-            episodes = FINAL_EVALUATION_FACTOR * FLAGS.evaluation_episodes
+            config = launch.config_from_flags(system_class.config_class)
+            episodes = FINAL_EVALUATION_FACTOR * config.episodes_per_evaluation
             result = final_evaluation(FLAGS.run_dir, episodes, seed=FLAGS.seed)
             save_final_evaluation(FLAGS.run_dir, result)
             # On the terminal, not in the run's output log: the terminal is quiet by now.

@@ -2,7 +2,7 @@
 
 Scores are matrices of shape (runs, tasks): entry [n, m] is run n's score on
 task m (one array per system). Intervals are percentile stratified-bootstrap
-intervals: runs are resampled with replacement within each task.
+intervals: runs (seeds) are resampled with replacement within each task.
 """
 
 import warnings
@@ -28,6 +28,23 @@ def _as_scores(scores: np.ndarray) -> np.ndarray:
 def iqm(scores: np.ndarray) -> float:
     """The interquartile mean: the mean of the middle 50% of all scores (runs and tasks pooled)."""
     return float(metrics.aggregate_iqm(_as_scores(scores)))
+
+
+def mean(scores: np.ndarray) -> float:
+    """The mean of all scores (runs and tasks pooled)."""
+    return float(np.mean(_as_scores(scores)))
+
+
+def maximum_over_steps(returns: np.ndarray, reps: int = DEFAULT_REPS, seed: Optional[int] = 0,
+                       confidence: float = CONFIDENCE) -> Tuple[int, float, float, float]:
+    """EPyMARL's "maximum return": of `returns` (seeds, evaluation steps), the step whose mean over
+    seeds is highest, as (its index, the mean, and the mean's bootstrap interval over seeds)."""
+    returns = np.asarray(returns, dtype=np.float64)
+    if returns.ndim != 2 or not returns.size:
+        raise ValueError(f"returns must be a (seeds, steps) matrix, got shape {returns.shape}")
+    best = int(np.argmax(returns.mean(axis=0)))
+    return (best, *interval_estimate(returns[:, [best]], aggregate=mean, reps=reps, seed=seed,
+                                     confidence=confidence))
 
 
 def normalise(scores: np.ndarray, random_score: float, best_score: float) -> np.ndarray:

@@ -19,7 +19,9 @@ class R2D2(SingleAgentSystem):
 
     The program is the seed's R2D2: replay; counter (with the coordinator in
     its group when `max_actor_steps` is set); learner; one cache in front of
-    the learner; an evaluator reading the cache; and one actor per epsilon of
+    the learner; an evaluator reading the cache (the learner when it
+    evaluates by steps: a snapshot must hold the learner's variables of its
+    step, not a copy seconds old); and one actor per epsilon of
     `np.flip(np.logspace(1, 8, num_actors, base=0.4))`, each reading the cache.
     """
 
@@ -81,7 +83,8 @@ class R2D2(SingleAgentSystem):
         return {"exploration_schedule": self.exploration_schedules[executor_id]}
 
     def build(self, name: Optional[str] = None) -> lp.Program:
-        """The seed's R2D2 program (the evaluator reads the cache, not the learner)."""
+        """The seed's R2D2 program (the evaluator reads the cache, not the learner, unless it
+        evaluates by steps)."""
         program = lp.Program(name=name or self.system_name)
         with program.group("replay"):
             replay = program.add_node(lp.ReverbNode(self.replay))
@@ -89,7 +92,9 @@ class R2D2(SingleAgentSystem):
             counter = program.add_node(lp.CourierNode(self.counter))
             learner_node = lp.CourierNode(self.trainer, replay, counter)
             cacher_node = CacherNode(learner_node.create_handle())
-            evaluator_node = lp.CourierNode(self.evaluator, cacher_node.create_handle(), counter)
+            evaluator_source = learner_node if self.evaluates_by_steps else cacher_node
+            evaluator_node = lp.CourierNode(self.evaluator, evaluator_source.create_handle(),
+                                            counter)
             if self._max_executor_steps:
                 # Added before the nodes it calls, in the seed's order; their handles exist
                 # already. It has the evaluator play a final round before stopping the program.
