@@ -233,3 +233,36 @@ def test_rware_equals_the_package_step_for_step(env_id, num_envs, steps, seed, e
                             vectorised=vectorised, **env_kwargs)
     assert seen["positive"] > 0 and seen["truncated"] > 0 and seen["terminal"] == 0, seen
     assert vectorised.graph_resolutions > 0, "no two agents asked for one cell"
+
+
+def test_every_registered_rware_id_has_a_vectorised_implementation_and_specs_are_the_reference_ones():
+    names = wrappers.available_environments()["rware"]
+    assert sorted(vectorised_families()["rware"]) == sorted(names) and len(names) == 228
+    for name in ("rware-tiny-2ag-v2", "rware-small-4ag-hard-v2", "rware-large-19ag-easy-v2"):
+        vectorised = make_vectorised_environment(f"rware/{name}", 2)
+        reference = wrappers.make_environment_factory(f"rware/{name}")()
+        assert vectorised.agents == reference.agents
+        assert vectorised.observation_spec() == reference.observation_spec()
+        assert vectorised.action_spec() == reference.action_spec()
+        assert vectorised.extras_spec() == reference.extras_spec()
+
+
+def test_bad_rware_input_is_refused():
+    from rware.warehouse import ObservationType  # pylint: disable=import-outside-toplevel
+    with pytest.raises(ValueError, match=r"'rware/rware-tiny-2ag-v3': family 'rware' has 228 environments; "
+                                         r"close matches: rware-tiny-2ag-v2"):
+        vectorised_implementation("rware/rware-tiny-2ag-v3")
+    with pytest.raises(ValueError, match=r"request_queue_size 34 exceeds the 32 shelves"):
+        make_vectorised_environment("rware/rware-tiny-17ag-easy-v2", 2)
+    with pytest.raises(ValueError, match=r"no messages \(msg_bits=2\)"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, msg_bits=2)
+    with pytest.raises(ValueError, match="flattened vector observations only"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, observation_type=ObservationType.IMAGE)
+    with pytest.raises(ValueError, match="does not render"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, render_mode="human")
+    with pytest.raises(ValueError, match="unexpected keyword argument 'colour'"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, colour="red")
+    env = make_vectorised_environment("rware/rware-tiny-2ag-v2", 2)
+    env.reset([0, 1])
+    with pytest.raises(ValueError, match=r"in \[0, 5\)"):
+        env.step(np.full((2, 2), 5))
