@@ -37,6 +37,7 @@ _STEP = np.array([[0, -1], [0, 1], [-1, 0], [1, 0]], np.int64)
 _TURN_RIGHT = np.array([3, 2, 0, 1], np.int64)  # UP->RIGHT, DOWN->LEFT, LEFT->UP, RIGHT->DOWN
 _TURN_LEFT = np.array([2, 3, 1, 0], np.int64)
 _INDIVIDUAL, _GLOBAL, _TWO_STAGE = 1, 0, 2  # rware's RewardType values
+_ONE_HOT = np.eye(4, dtype=np.float32)
 
 
 class VectorisedWarehouse(BatchedEnvironment):
@@ -93,8 +94,13 @@ class VectorisedWarehouse(BatchedEnvironment):
         self._requested = np.zeros((b, self._num_shelves + 1), bool)
         self._steps = np.zeros(b, np.int64)
         self._inactive = np.zeros(b, np.int64)
-        self._agent_grid = np.zeros((b, self._rows, self._cols), np.int64)  # agent id, 0: none
-        self._shelf_grid = np.zeros((b, self._rows, self._cols), np.int64)  # shelf id, 0: none
+        # Agent and shelf ids (0: none) by cell, with a border of `sensor_range` empty cells for the
+        # sensors; `_agent_grid` and `_shelf_grid` are views of the map inside the border.
+        r = self._sensor
+        self._agent_padded = np.zeros((b, self._rows + 2 * r, self._cols + 2 * r), np.int64)
+        self._shelf_padded = np.zeros_like(self._agent_padded)
+        self._agent_grid = self._agent_padded[:, r:r + self._rows, r:r + self._cols]
+        self._shelf_grid = self._shelf_padded[:, r:r + self._rows, r:r + self._cols]
         self._rngs: List[Optional[np.random.Generator]] = [None] * b
         self._legal = np.ones((b, n, NUM_ACTIONS), np.float32)
         self._legal.flags.writeable = False
@@ -156,8 +162,7 @@ class VectorisedWarehouse(BatchedEnvironment):
         # A loaded agent cannot move under a standing shelf (one no agent there carries).
         tx, ty = target[..., 0], target[..., 1]
         occupant = self._agent_grid[envs, ty, tx]
-        occupant_loaded = np.take_along_axis(np.concatenate([np.zeros((b, 1), np.int64), self._carrying], axis=1),
-                                             occupant, axis=1) > 0
+        occupant_loaded = np.concatenate([np.zeros((b, 1), np.int64), self._carrying], axis=1)[envs, occupant] > 0
         moving = (target != self._pos).any(-1)
         cancelled = (self._carrying > 0) & moving & (self._shelf_grid[envs, ty, tx] > 0) & ~occupant_loaded
         actions = np.where(cancelled, 0, actions)
@@ -257,21 +262,17 @@ class VectorisedWarehouse(BatchedEnvironment):
         b, n = self._num_envs, self.num_agents
         envs = np.arange(b)[:, None, None]
         r = self._sensor
-        # Padded grids: out of the map is no agent and no shelf.
-        agents = np.pad(self._agent_grid, ((0, 0), (r, r), (r, r)))
-        shelves = np.pad(self._shelf_grid, ((0, 0), (r, r), (r, r)))
         wx = self._pos[..., 0][..., None] + self._window[:, 0] + r  # [B, N, K]
         wy = self._pos[..., 1][..., None] + self._window[:, 1] + r
-        seen_agent = agents[envs, wy, wx]
-        seen_shelf = shelves[envs, wy, wx]
-        dirs = np.concatenate([np.zeros((b, 1), np.int64), self._dir], axis=1)
-        seen_dir = np.take_along_axis(dirs[:, None, :].repeat(n, axis=1), seen_agent, axis=2)
+        seen_agent = self._agent_padded[envs, wy, wx]
+        seen_shelf = self._shelf_padded[envs, wy, wx]
+        dirs = np.concatenate([np.zeros((b, 1), np.int64), self._dir], axis=1)  # no agent: UP's one-hot
+        seen_dir = dirs[envs, seen_agent]
         window = np.zeros(seen_agent.shape + (7,), np.float32)
         window[..., 0] = seen_agent > 0
-        window[..., 1:5] = np.eye(4, dtype=np.float32)[seen_dir]  # no agent: direction UP's one-hot
+        window[..., 1:5] = _ONE_HOT[seen_dir]
         window[..., 5] = seen_shelf > 0
-        window[..., 6] = np.take_along_axis(self._requested[:, None, :].repeat(n, axis=1), seen_shelf, axis=2) & \
-            (seen_shelf > 0)
+        window[..., 6] = self._requested[envs, seen_shelf]  # never shelf 0
         own = np.zeros((b, n, 8), np.float32)
         x, y = self._pos[..., 0], self._pos[..., 1]
         if self._normalised:
@@ -280,7 +281,7 @@ class VectorisedWarehouse(BatchedEnvironment):
         else:
             own[..., 0], own[..., 1] = x, y
         own[..., 2] = self._carrying > 0
-        own[..., 3:7] = np.eye(4, dtype=np.float32)[self._dir]
+        own[..., 3:7] = _ONE_HOT[self._dir]
         own[..., 7] = self._highway[y, x]
         observation = np.concatenate([own, window.reshape(b, n, -1)], axis=-1)
         return Observation(observation, self._legal, observation.reshape(b, -1))
