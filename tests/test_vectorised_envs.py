@@ -220,7 +220,7 @@ def busy_warehouse_actions(batched: BatchedTimeStep, rng: np.random.Generator) -
     ("rware-tiny-2ag-v2", 3, 1000, 0, {}),
     ("rware-tiny-4ag-easy-v2", 3, 700, 7, {}),
     ("rware-small-4ag-v2", 2, 700, 3, {}),
-    ("rware-tiny-6ag-easy-v2", 2, 400, 11, {"max_inactivity_steps": 60, "max_steps": 1000}),
+    ("rware-tiny-6ag-easy-v2", 2, 400, 11, {"max_inactivity_steps": 60, "max_episode_steps": 1000}),
     ("rware-tiny-3ag-easy-v2", 2, 500, 3, {"reward_type": "GLOBAL", "sensor_range": 2}),
     ("rware-tiny-3ag-easy-v2", 2, 500, 3, {"reward_type": "TWO_STAGE", "normalised_coordinates": True}),
 ])
@@ -260,6 +260,8 @@ def test_bad_rware_input_is_refused():
         make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, observation_type=ObservationType.IMAGE)
     with pytest.raises(ValueError, match="does not render"):
         make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, render_mode="human")
+    with pytest.raises(ValueError, match="is not a valid RewardType"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, reward_type=7)
     with pytest.raises(ValueError, match="unexpected keyword argument 'colour'"):
         make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, colour="red")
     env = make_vectorised_environment("rware/rware-tiny-2ag-v2", 2)

@@ -22,7 +22,7 @@ order), in Python, one such environment at a time. Deliveries (a requested shelf
 goal: a new request drawn from the generator) are handled one environment at a time too.
 """
 
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import networkx as nx
 import numpy as np
@@ -50,10 +50,12 @@ class VectorisedWarehouse(BatchedEnvironment):
 
     def __init__(self, num_envs: int, shelf_columns: int, column_height: int, shelf_rows: int, n_agents: int,
                  msg_bits: int, sensor_range: int, request_queue_size: int, max_inactivity_steps: Optional[int],
-                 max_steps: Optional[int], reward_type, layout: Optional[str] = None, observation_type=None,
-                 image_observation_layers=None, image_observation_directional: bool = True,
-                 normalised_coordinates: bool = False, render_mode: Optional[str] = None):
-        from rware.warehouse import ObservationType, Warehouse  # pylint: disable=import-outside-toplevel
+                 max_steps: Optional[int], reward_type: Any, layout: Optional[str] = None,
+                 observation_type: Any = None, image_observation_layers: Any = None,
+                 image_observation_directional: bool = True, normalised_coordinates: bool = False,
+                 render_mode: Optional[str] = None):
+        # rware is imported only by who builds one (as the registry imports the package).
+        from rware.warehouse import ObservationType, RewardType, Warehouse  # pylint: disable=import-outside-toplevel
         if msg_bits:
             raise ValueError(f"the vectorised Robotic Warehouse has no messages (msg_bits={msg_bits})")
         if observation_type not in (None, ObservationType.FLATTENED):
@@ -75,7 +77,7 @@ class VectorisedWarehouse(BatchedEnvironment):
         self._queue_size = int(request_queue_size)
         self._max_inactivity = max_inactivity_steps or 0
         self._max_steps = max_steps or 0
-        self._reward_type = int(reward_type.value)
+        self._reward_type = RewardType(reward_type).value  # a RewardType or its value
         self._normalised = bool(normalised_coordinates)
         # Shelves are numbered 1..S in row-major order of the non-highway cells.
         rows, cols = np.nonzero(~self._highway)
