@@ -169,16 +169,7 @@ class VectorisedWarehouse(BatchedEnvironment):
         cancelled = (self._carrying > 0) & moving & (self._shelf_grid[envs, ty, tx] > 0) & ~occupant_loaded
         actions = np.where(cancelled, 0, actions)
         target = np.where(cancelled[..., None], self._pos, target)
-        cell = target[..., 1] * self._cols + target[..., 0]
-        start = self._pos[..., 1] * self._cols + self._pos[..., 0]
-        shared = (cell[:, :, None] == cell[:, None, :]).sum(-1) > 1
-        conflicted = shared.any(axis=1) & active
-        swapped = ((cell[:, :, None] == start[:, None, :]) & (start[:, :, None] == cell[:, None, :])).any(-1) & \
-            (cell != start)
-        committed = ~swapped
-        self._graph_resolutions += int(conflicted.sum())
-        for index in np.flatnonzero(conflicted).tolist():
-            committed[index] = self._committed_on_graph(index, self._pos[index].tolist(), target[index].tolist())
+        committed = self._committed(target, active)
         moves = (actions == _FORWARD) & committed
         self._pos = np.where(moves[..., None], target, self._pos)
         carried = moves & (self._carrying > 0)
@@ -206,6 +197,22 @@ class VectorisedWarehouse(BatchedEnvironment):
         if self._max_steps:
             over |= self._steps >= self._max_steps
         return Transition(reward.astype(np.float32), np.zeros(b, bool), over & active)
+
+    def _committed(self, target: np.ndarray, active: np.ndarray) -> np.ndarray:
+        """[B, N] bool: which agents may carry out their action, given the cells ([B, N, 2]) they
+        ask for: all but two agents swapping cells where no cell is asked for twice, the graph
+        rule in the environments where one is."""
+        cell = target[..., 1] * self._cols + target[..., 0]
+        start = self._pos[..., 1] * self._cols + self._pos[..., 0]
+        shared = (cell[:, :, None] == cell[:, None, :]).sum(-1) > 1
+        conflicted = shared.any(axis=1) & active
+        swapped = ((cell[:, :, None] == start[:, None, :]) & (start[:, :, None] == cell[:, None, :])).any(-1) & \
+            (cell != start)
+        committed = ~swapped
+        self._graph_resolutions += int(conflicted.sum())
+        for index in np.flatnonzero(conflicted).tolist():
+            committed[index] = self._committed_on_graph(index, self._pos[index].tolist(), target[index].tolist())
+        return committed
 
     def _committed_on_graph(self, index: int, starts: List[List[int]], targets: List[List[int]]) -> np.ndarray:
         """[N] bool: which agents of environment `index` may carry out their action, by the
