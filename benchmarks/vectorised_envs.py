@@ -26,7 +26,8 @@ if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): fi
 
 from benchmarks import common  # noqa: E402
 
-DEFAULT_ENVS = "lbf/Foraging-8x8-2p-2f-coop-v3,lbf/Foraging-2s-8x8-2p-2f-coop-v3,mpe/simple_spread_v3"
+DEFAULT_ENVS = (
+    "lbf/Foraging-8x8-2p-2f-coop-v3,lbf/Foraging-2s-8x8-2p-2f-coop-v3,mpe/simple_spread_v3,rware/rware-tiny-2ag-v2")
 DEFAULT_BATCH_SIZES = "1,16,128,1024"
 ENV_STEPS_PER_CALL = 128  # reference steps per timed call (vectorised: one batched step per call)
 ACTION_SETS = 64  # distinct random joint actions cycled through

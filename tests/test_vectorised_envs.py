@@ -1,9 +1,10 @@
 """Vectorised environments (`wrappers.vectorised`): B environments in one NumPy call, step for step
 equal to the reference package's environment behind `wrappers.make_environment_factory`."""
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import dm_env
+import gymnasium
 import numpy as np
 import pytest
 
@@ -50,11 +51,12 @@ def uniform_actions(batched: BatchedTimeStep, rng: np.random.Generator) -> np.nd
 
 def run_side_by_side(name: str, num_envs: int, steps: int, seed: int = 0,
                      choose: Callable[[BatchedTimeStep, np.random.Generator], np.ndarray] = eager_actions,
-                     **env_kwargs: Any) -> Dict[str, int]:
-    """Steps B vectorised and B reference environments (seeds seed, seed + 1, ...) with the same
-    actions (`choose`), checking every step; counts what happened (ends, rewards, steps where the
-    agents' rewards differ) so tests can see it was tried."""
-    vectorised = make_vectorised_environment(name, num_envs, **env_kwargs)
+                     vectorised: Optional[BatchedEnvironment] = None, **env_kwargs: Any) -> Dict[str, int]:
+    """Steps B vectorised (`vectorised`, or made from `name`) and B reference environments (seeds
+    seed, seed + 1, ...) with the same actions (`choose`), checking every step; counts what happened
+    (ends, rewards, steps where the agents' rewards differ) so tests can see it was tried."""
+    if vectorised is None:
+        vectorised = make_vectorised_environment(name, num_envs, **env_kwargs)
     factory = wrappers.make_environment_factory(name, **env_kwargs)
     references = [factory(seed=seed + index) for index in range(num_envs)]
     rng = np.random.default_rng(seed)
@@ -205,3 +207,88 @@ def test_bad_input_is_refused():
     for actions, message in bad:
         with pytest.raises(ValueError, match=message):
             env.step(actions)
+
+
+def busy_warehouse_actions(batched: BatchedTimeStep, rng: np.random.Generator) -> np.ndarray:
+    """Mostly FORWARD (so that agents ask for the same cells), some turns and TOGGLE_LOADs."""
+    return rng.choice(5, size=batched.legal_actions.shape[:2], p=[0.05, 0.55, 0.15, 0.15, 0.10])
+
+
+# Crowded and roomy layouts; deliveries (new requests drawn), conflicts resolved on the graph,
+# an inactivity limit, global and two-stage rewards, a wider sensor range.
+# Seeds picked so that shelves get delivered (rare under random actions; the runs are deterministic).
+@pytest.mark.parametrize("env_id,num_envs,steps,seed,env_kwargs", [
+    ("rware-tiny-2ag-v2", 3, 1000, 0, {}),
+    ("rware-tiny-4ag-easy-v2", 3, 700, 7, {}),
+    ("rware-small-4ag-v2", 2, 700, 3, {}),
+    ("rware-tiny-6ag-easy-v2", 2, 400, 11, {"max_inactivity_steps": 60, "max_episode_steps": 1000}),
+    ("rware-tiny-3ag-easy-v2", 2, 500, 3, {"reward_type": "GLOBAL", "sensor_range": 2}),
+    ("rware-tiny-3ag-easy-v2", 2, 500, 3, {"reward_type": "TWO_STAGE", "normalised_coordinates": True}),
+])
+def test_rware_equals_the_package_step_for_step(env_id, num_envs, steps, seed, env_kwargs):
+    from rware.warehouse import RewardType  # pylint: disable=import-outside-toplevel
+    if "reward_type" in env_kwargs:
+        env_kwargs = {**env_kwargs, "reward_type": RewardType[env_kwargs["reward_type"]]}
+    vectorised = make_vectorised_environment(f"rware/{env_id}", num_envs, **env_kwargs)
+    seen = run_side_by_side(f"rware/{env_id}", num_envs, steps, seed=seed, choose=busy_warehouse_actions,
+                            vectorised=vectorised, **env_kwargs)
+    assert seen["positive"] > 0 and seen["truncated"] > 0 and seen["terminal"] == 0, seen
+    assert vectorised.graph_resolutions > 0, "no two agents asked for one cell"
+
+
+def test_every_registered_rware_id_has_a_vectorised_implementation_and_specs_are_the_reference_ones():
+    names = wrappers.available_environments()["rware"]
+    assert sorted(vectorised_families()["rware"]) == sorted(names) and len(names) == 228
+    for name in ("rware-tiny-2ag-v2", "rware-small-4ag-hard-v2", "rware-large-19ag-easy-v2"):
+        vectorised = make_vectorised_environment(f"rware/{name}", 2)
+        reference = wrappers.make_environment_factory(f"rware/{name}")()
+        assert vectorised.agents == reference.agents
+        assert vectorised.observation_spec() == reference.observation_spec()
+        assert vectorised.action_spec() == reference.action_spec()
+        assert vectorised.extras_spec() == reference.extras_spec()
+
+
+def test_bad_rware_input_is_refused():
+    from rware.warehouse import ObservationType  # pylint: disable=import-outside-toplevel
+    with pytest.raises(ValueError, match=r"'rware/rware-tiny-2ag-v3': family 'rware' has 228 environments; "
+                                         r"close matches: rware-tiny-2ag-v2"):
+        vectorised_implementation("rware/rware-tiny-2ag-v3")
+    with pytest.raises(ValueError, match=r"request_queue_size 34 exceeds the 32 shelves"):
+        make_vectorised_environment("rware/rware-tiny-17ag-easy-v2", 2)
+    with pytest.raises(ValueError, match=r"no messages \(msg_bits=2\)"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, msg_bits=2)
+    with pytest.raises(ValueError, match="flattened vector observations only"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, observation_type=ObservationType.IMAGE)
+    with pytest.raises(ValueError, match="does not render"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, render_mode="human")
+    with pytest.raises(ValueError, match="is not a valid RewardType"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, reward_type=7)
+    with pytest.raises(ValueError, match="unexpected keyword argument 'colour'"):
+        make_vectorised_environment("rware/rware-tiny-2ag-v2", 2, colour="red")
+    env = make_vectorised_environment("rware/rware-tiny-2ag-v2", 2)
+    env.reset([0, 1])
+    with pytest.raises(ValueError, match=r"in \[0, 5\)"):
+        env.step(np.full((2, 2), 5))
+
+
+def test_rware_moves_without_shared_cells_follow_the_graph_rule():
+    # The batched shortcut (every move but swaps succeeds when no cell is asked for twice) against
+    # the package's graph rule applied to every environment, on crowded warehouses.
+    import rware  # pylint: disable=import-outside-toplevel,unused-import  (registers the ids)
+    from wrappers.vectorised.rware import VectorisedWarehouse  # pylint: disable=import-outside-toplevel
+
+    class AlwaysOnTheGraph(VectorisedWarehouse):
+        def _committed(self, target, active):
+            return np.stack([self._committed_on_graph(index, self._pos[index].tolist(), target[index].tolist())
+                             for index in range(self.num_envs)])
+
+    kwargs = {**gymnasium.spec("rware-tiny-10ag-v2").kwargs}
+    batched, on_graph = VectorisedWarehouse(16, **kwargs), AlwaysOnTheGraph(16, **kwargs)
+    rng = np.random.default_rng(0)
+    first, second = batched.reset(list(range(16))), on_graph.reset(list(range(16)))
+    for _ in range(200):
+        np.testing.assert_array_equal(first.observation, second.observation)
+        np.testing.assert_array_equal(first.reward, second.reward)
+        actions = busy_warehouse_actions(first, rng)
+        first, second = batched.step(actions), on_graph.step(actions)
+    assert 0 < batched.graph_resolutions < 200 * 16, batched.graph_resolutions

@@ -54,9 +54,30 @@ def _make_mpe(env_name: str, num_envs: int, **env_kwargs: Any) -> BatchedEnviron
         raise ValueError(f"vectorised mpe/{env_name}: {error}") from None
 
 
+def _rware_ids() -> List[str]:
+    """rware's registered ids with flattened vector observations (those imported with the package,
+    and no image-observation id `rware.image_registration()` may have added)."""
+    from rware.warehouse import ObservationType  # pylint: disable=import-outside-toplevel
+    return [env_id for env_id, spec in gymnasium.envs.registry.items()
+            if str(spec.entry_point).startswith("rware.")
+            and spec.kwargs.get("observation_type", ObservationType.FLATTENED) == ObservationType.FLATTENED]
+
+
+def _make_rware(env_name: str, num_envs: int, **env_kwargs: Any) -> BatchedEnvironment:
+    from wrappers.vectorised.rware import VectorisedWarehouse  # pylint: disable=import-outside-toplevel
+    if "max_episode_steps" in env_kwargs:  # the registry's name for the package's own `max_steps`
+        env_kwargs["max_steps"] = env_kwargs.pop("max_episode_steps")
+    kwargs = {**gymnasium.spec(env_name).kwargs, **env_kwargs}
+    try:
+        return VectorisedWarehouse(num_envs, **kwargs)
+    except TypeError as error:
+        raise ValueError(f"vectorised rware/{env_name}: {error}") from None
+
+
 _FAMILIES: Dict[str, VectorisedFamily] = {
     "lbf": VectorisedFamily(_make_lbf, _lbf_ids),
     "mpe": VectorisedFamily(_make_mpe, lambda: ["simple_spread_v3"]),
+    "rware": VectorisedFamily(_make_rware, _rware_ids),
 }
 
 
