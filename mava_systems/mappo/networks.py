@@ -126,7 +126,7 @@ class RecurrentMLPCore(snt.RNNCore):
                            present: tf.Tensor) -> Any:
         """The core's outputs [T, N, ...] over time-major `inputs` [T, N, ...], the states
         taken from `stored_states` as `gru_unroll_from_stored` takes them: the input layers
-        and head applied to every step at once, only the GRU stepped (in one graph loop)."""
+        and head applied to every step at once, only the GRU stepped."""
         leading = tf.shape(inputs)[:2]
         embeddings = self.input_layer(flatten(tf.reshape(
             inputs, tf.concat([[-1], tf.shape(inputs)[2:]], 0))))

@@ -462,7 +462,7 @@ def unroll(core: Any, inputs: tf.Tensor, stored_states: Any, resets: tf.Tensor,
     [B, T, A, ...]); elsewhere it is the one the previous step left, except
     for agents not `present` ([B, T, A] 0/1: they have left) whose state stays.
     A core with an `unroll_from_stored` method (the reference cores') unrolls
-    itself in one graph loop; any other is stepped in a Python loop.
+    itself (only its GRU stepped); any other is stepped whole at each step.
     """
     length = inputs.shape[1]
     batch_size, num_agents = tf.shape(inputs)[0], tf.shape(inputs)[2]
