@@ -33,6 +33,9 @@ class ProgressSnapshot:
     executor_steps: int
     executor_episodes: int
     evaluator_return: Optional[float] = None
+    # The trainer node has started (made its log directory) but logged no step yet: it is
+    # building (tracing, compiling) its first step, or waiting for its first batch.
+    trainer_pending: bool = False
 
 
 def read_last_row(path: str) -> Optional[Dict[str, str]]:
@@ -83,7 +86,25 @@ def read_snapshot(run_dir: str) -> Optional[ProgressSnapshot]:
     evaluator_row = read_last_row(os.path.join(run_dir, "logs", "evaluator", "logs.csv"))
     evaluator_return = None if evaluator_row is None else _number(evaluator_row,
                                                                    "evaluation_return")
-    return ProgressSnapshot(int(latest[0]), int(latest[1]), evaluator_return)
+    return ProgressSnapshot(int(latest[0]), int(latest[1]), evaluator_return,
+                            trainer_pending(run_dir))
+
+
+def trainer_pending(run_dir: str) -> bool:
+    """Whether the run's trainer node has started its logs but written no row yet (no step)."""
+    trainer_logs = os.path.join(run_dir, "logs", "trainer")
+    return os.path.isdir(trainer_logs) and read_last_row(
+        os.path.join(trainer_logs, "logs.csv")) is None
+
+
+def format_rate(steps_per_s: Optional[float], trainer_is_pending: bool) -> str:
+    """The executor step rate's part of the progress line. Before the trainer's first step,
+    a rate of 0 (executors wait for it: an on-policy queue is full) or none yet says that
+    the trainer is building its first step instead."""
+    if trainer_is_pending and not steps_per_s:
+        return "trainer compiling its first step"
+    rate = "n/a steps/s" if steps_per_s is None else f"{steps_per_s:,.1f} steps/s"
+    return rate + (" (trainer: no step yet)" if trainer_is_pending else "")
 
 
 def format_duration(seconds: float) -> str:
@@ -105,7 +126,7 @@ def format_progress(snapshot: Optional[ProgressSnapshot], max_steps: Optional[in
                         else f"{snapshot.evaluator_return:.3f}")
     parts = [steps, f"episodes {snapshot.executor_episodes:,}",
              f"eval return {evaluator_return}",
-             "n/a steps/s" if steps_per_s is None else f"{steps_per_s:,.1f} steps/s",
+             format_rate(steps_per_s, snapshot.trainer_pending),
              f"elapsed {format_duration(elapsed_s)}"]
     if max_steps:
         left = max(max_steps - snapshot.executor_steps, 0)

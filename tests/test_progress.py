@@ -77,6 +77,27 @@ def test_snapshot_takes_the_newest_counts_of_all_executors_and_the_latest_return
     assert progress.read_snapshot(run_dir) == ProgressSnapshot(90, 9, -2.5)
 
 
+def test_a_trainer_without_a_step_yet_is_named_instead_of_a_zero_rate(tmp_path):
+    run_dir = str(tmp_path)
+    executor = CsvLog(run_dir, "executor_0", EXECUTOR_COLUMNS)
+    executor.write(episode_length=10, episode_return=-3, executor_episodes=1, executor_steps=64)
+    assert not progress.read_snapshot(run_dir).trainer_pending  # No trainer node yet.
+    trainer = CsvLog(run_dir, "trainer", ["trainer_steps", "policy_loss"])  # Started: header only.
+    snapshot = progress.read_snapshot(run_dir)
+    assert snapshot == ProgressSnapshot(64, 1, None, trainer_pending=True)
+    # Executors wait on a full queue while the trainer compiles: no "0.0 steps/s".
+    for rate in (0.0, None):
+        line = format_progress(snapshot, 1000, 30.0, rate)
+        assert "| trainer compiling its first step |" in line and "steps/s" not in line
+    assert "| 12.5 steps/s (trainer: no step yet) |" in format_progress(snapshot, 1000, 30.0, 12.5)
+    trainer.write(trainer_steps=1, policy_loss=0.5)
+    snapshot = progress.read_snapshot(run_dir)
+    assert not snapshot.trainer_pending
+    assert "| 0.0 steps/s |" in format_progress(snapshot, 1000, 30.0, 0.0)
+    executor.close()
+    trainer.close()
+
+
 def test_last_row_of_a_long_file_ignores_a_half_written_row(tmp_path):
     log = CsvLog(str(tmp_path), "executor_0", EXECUTOR_COLUMNS)
     for index in range(1, 2001):  # Much longer than the tail that is read.

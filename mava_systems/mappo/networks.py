@@ -12,6 +12,7 @@ import tensorflow as tf
 from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, numpy_twin,
                                                     register_numpy_twin, sequential_twin)
 from mava_systems.components.recurrent_states import is_recurrent
+from mava_systems.components.recurrent_unroll import gru_unroll_from_stored
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.mappo.policies import make_head
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
@@ -120,6 +121,21 @@ class RecurrentMLPCore(snt.RNNCore):
     def initial_state(self, batch_size: int, **unused_kwargs: Any) -> tf.Tensor:
         """Zeros: the state at every episode start."""
         return self.gru.initial_state(batch_size)
+
+    def unroll_from_stored(self, inputs: tf.Tensor, stored_states: tf.Tensor, resets: tf.Tensor,
+                           present: tf.Tensor) -> Any:
+        """The core's outputs [T, N, ...] over time-major `inputs` [T, N, ...], the states
+        taken from `stored_states` as `gru_unroll_from_stored` takes them: the input layers
+        and head applied to every step at once, only the GRU stepped."""
+        leading = tf.shape(inputs)[:2]
+        embeddings = self.input_layer(flatten(tf.reshape(
+            inputs, tf.concat([[-1], tf.shape(inputs)[2:]], 0))))
+        embeddings = tf.reshape(embeddings, tf.concat([leading, [embeddings.shape[-1]]], 0))
+        outputs, _ = gru_unroll_from_stored(self.gru, embeddings, stored_states, resets, present)
+        outputs = self.outputs(self.head(tf.reshape(outputs, [-1, outputs.shape[-1]])))
+        return tf.nest.map_structure(
+            lambda output: tf.reshape(output, tf.concat([leading, tf.shape(output)[1:]], 0)),
+            outputs)
 
 
 class RecurrentCategoricalPolicy(RecurrentMLPCore):

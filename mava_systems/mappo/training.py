@@ -461,6 +461,8 @@ def unroll(core: Any, inputs: tf.Tensor, stored_states: Any, resets: tf.Tensor,
     episode start), is the one stored there (`stored_states`, a nest of
     [B, T, A, ...]); elsewhere it is the one the previous step left, except
     for agents not `present` ([B, T, A] 0/1: they have left) whose state stays.
+    A core with an `unroll_from_stored` method (the reference cores') unrolls
+    itself (only its GRU stepped); any other is stepped whole at each step.
     """
     length = inputs.shape[1]
     batch_size, num_agents = tf.shape(inputs)[0], tf.shape(inputs)[2]
@@ -470,29 +472,43 @@ def unroll(core: Any, inputs: tf.Tensor, stored_states: Any, resets: tf.Tensor,
         return tf.reshape(tf.transpose(tensor, perm),
                           tf.concat([[length, -1], tf.shape(tensor)[3:]], 0))
 
+    inputs = time_major_rows(inputs)
+    stored = tf.nest.map_structure(time_major_rows, stored_states)
+    resets = time_major_rows(tf.tile(resets[:, :, None], tf.stack([1, 1, num_agents])))
+    present = time_major_rows(present) > 0
+    own_unroll = getattr(core, "unroll_from_stored", None)
+    if callable(own_unroll):
+        outputs = own_unroll(inputs, stored, resets, present)
+    else:
+        outputs = step_unroll(core, inputs, stored, resets, present)
+    leading = tf.stack([batch_size, num_agents])
+    return tf.nest.map_structure(
+        lambda output: tf.transpose(
+            tf.reshape(output, tf.concat([[length], leading, tf.shape(output)[2:]], 0)),
+            [1, 0, 2] + list(range(3, len(output.shape) + 1))),
+        outputs)
+
+
+def step_unroll(core: Any, inputs: tf.Tensor, stored: Any, resets: tf.Tensor,
+                present: tf.Tensor) -> Any:
+    """`unroll` of any core over time-major rows ([T, N, ...]; `resets` and `present` [T, N]
+    bool), stepped in a Python loop: outputs [T, N, ...]."""
+
     def where(condition: tf.Tensor, new: Any, old: Any) -> Any:
         return tf.nest.map_structure(
             lambda n, o: tf.where(tf.reshape(condition, [-1] + [1] * (len(n.shape) - 1)), n, o),
             new, old)
 
-    inputs = time_major_rows(inputs)
-    stored = tf.nest.map_structure(time_major_rows, stored_states)
-    resets = time_major_rows(tf.tile(resets[:, :, None], tf.stack([1, 1, num_agents])))
-    present = time_major_rows(present) > 0
     state = tf.nest.map_structure(lambda states: states[0], stored)
     outputs = []
-    for t in range(length):
+    for t in range(inputs.shape[0]):
         if t > 0:
             state = where(resets[t], tf.nest.map_structure(lambda states: states[t], stored),
                           state)
         output, new_state = core(inputs[t], state)
         state = where(present[t], new_state, state)
         outputs.append(output)
-    leading = tf.stack([batch_size, num_agents])
-    return tf.nest.map_structure(
-        lambda *steps: tf.stack([tf.reshape(step, tf.concat([leading, tf.shape(step)[1:]], 0))
-                                 for step in steps], axis=1),
-        *outputs)
+    return tf.nest.map_structure(lambda *steps: tf.stack(steps), *outputs)
 
 
 class RecurrentMAPPOTrainer(MAPPOTrainer):
