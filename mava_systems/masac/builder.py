@@ -43,7 +43,6 @@ class MASACBuilder(MADDPGBuilder):
           ValueError: if a policy cannot sample or a critic has no twins.
         """
         networks = super().make_networks()
-        name = type(self).__name__.replace("Builder", "")
-        check_stochastic_policies(networks.policies, name)
-        check_twin_critics(networks.critics, name)
+        check_stochastic_policies(networks.policies, "MASAC")
+        check_twin_critics(networks.critics, "MASAC")
         return networks
