@@ -127,3 +127,24 @@ def test_learns_to_reach_the_goals(tmp_path, system_class, critic):
     assert returns[0] < -3.0, returns
     assert np.mean(returns[-3:]) > -2.0, returns
     assert trainer.num_steps == 14 * 60
+
+
+def test_a_resumed_trainer_continues_its_temperatures(tmp_path):
+    system = reach_system(masac.MASAC, "centralised", str(tmp_path / "run"), min_replay_size=50,
+                          jit_compile=False)
+    builder = system.builder
+    with local_replay(system) as (client, adder):
+        explorer = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
+                                         adder=adder)
+        loop = EnvironmentLoop(system.environment_factory(seed=0), explorer,
+                               stop_event=threading.Event())
+        for _ in range(8):
+            loop.run_episode()
+        first = builder.make_trainer(builder.make_networks(), builder.make_dataset_iterator(client))
+        for _ in range(3):
+            first.step()
+        first._checkpointing.save(force=True)  # pylint: disable=protected-access
+        second = builder.make_trainer(builder.make_networks(), builder.make_dataset_iterator(client))
+    assert second.num_steps == first.num_steps == 3
+    assert second.temperature("agent").numpy() == first.temperature("agent").numpy() != 1.0
+    assert int(second.state["temperature_optimizer"].step.numpy()) == 3
