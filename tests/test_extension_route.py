@@ -10,6 +10,7 @@ import wrappers
 
 # A small environment each built-in system can act in.
 ENVIRONMENTS = {"maddpg": "debug/reach_v0", "mad4pg": "debug/reach_v0", "matd3": "debug/reach_v0",
+                "masac": "debug/reach_v0", "isac": "debug/reach_v0",
                 "dqn": "gymnasium/CartPole-v1", "r2d2": "gymnasium/CartPole-v1",
                 "impala": "gymnasium/CartPole-v1", "dmpo": "gymnasium/Pendulum-v1"}
 BUILTIN = [name for name in registry.system_names()
@@ -27,8 +28,8 @@ def subclass_system(system_class):
 
 
 def test_every_builtin_system_is_covered():
-    assert {"madqn", "vdn", "qmix", "mappo", "ippo", "maddpg", "mad4pg", "matd3", "dqn", "r2d2",
-            "impala", "dmpo"} <= set(BUILTIN)
+    assert {"madqn", "vdn", "qmix", "mappo", "ippo", "maddpg", "mad4pg", "matd3", "masac", "isac",
+            "dqn", "r2d2", "impala", "dmpo"} <= set(BUILTIN)
 
 
 @pytest.mark.parametrize("name", BUILTIN)

@@ -216,16 +216,18 @@ def local_replay(system):
         server.stop()
 
 
-def learn_reach(system, rounds, seed=0):
-    """Explores and trains for `rounds` (4 episodes, then 60 trainer steps, each); the greedy
-    returns (mean of 5 episodes) before training and after each round, and the trainer."""
+def learn_reach(system, rounds, seed=0, exploration=0.3):
+    """Explores (with noise scale `exploration`) and trains for `rounds` (4 episodes, then 60
+    trainer steps, each); the greedy returns (mean of 5 episodes) before training and after each
+    round, and the trainer."""
     builder = system.builder
     # The initial weights come from TensorFlow's global generator: seed it, so that the
     # outcome does not depend on which tests ran before in this process.
     tf.random.set_seed(seed)
     with local_replay(system) as (client, adder):
         networks = builder.make_networks()
-        explorer = builder.make_executor(networks, ConstantEpsilon(0.3), adder=adder, seed=seed)
+        explorer = builder.make_executor(networks, ConstantEpsilon(exploration), adder=adder,
+                                         seed=seed)
         greedy = builder.make_executor(networks, ConstantEpsilon(0.0), seed=seed)
         exploring = EnvironmentLoop(system.environment_factory(seed=seed), explorer,
                                     stop_event=threading.Event())

@@ -159,10 +159,11 @@ def test_without_a_rendering_library_a_render_mode_is_refused_naming_it():
     assert "simulates" in result.stdout
 
 
-def test_maddpg_trains_on_swimmer_through_the_example_and_records_a_gif(tmp_path):
-    run_dir = str(tmp_path / "run")
+def train_on_swimmer(example, run_dir):
+    """Runs `example` (of examples/mamujoco) briefly on Swimmer-2x1 (25-step episodes); checks
+    that it finished with finite critic losses and full episodes; the trainer's rows."""
     output = program_helpers.run_example(
-        os.path.join("mamujoco", "run_maddpg.py"), run_dir, "--env=mamujoco/Swimmer-2x1",
+        os.path.join("mamujoco", example), run_dir, "--env=mamujoco/Swimmer-2x1",
         '--env_kwargs={"max_episode_steps": 25}', "--max_executor_steps=300", "--min_replay_size=50",
         "--batch_size=16", "--evaluation_interval_s=1", "--terminal_log_interval_s=5",
         "--policy_hidden_sizes=16", "--critic_hidden_sizes=16", timeout=600)
@@ -171,8 +172,23 @@ def test_maddpg_trains_on_swimmer_through_the_example_and_records_a_gif(tmp_path
     assert trainer_rows and int(trainer_rows[-1]["trainer_steps"]) > 0
     assert all(np.isfinite(float(row["critic_loss"])) for row in trainer_rows)
     assert int(program_helpers.read_csv(run_dir, "executor_0")[-1]["episode_length"]) == 25
+    return trainer_rows
+
+
+def test_maddpg_trains_on_swimmer_through_the_example_and_records_a_gif(tmp_path):
+    run_dir = str(tmp_path / "run")
+    train_on_swimmer("run_maddpg.py", run_dir)
     if RENDERING is None:
         gif = str(tmp_path / "swimmer.gif")
         recorded = program_helpers.evaluate_checkpoint(run_dir, f"--record={gif}")
         assert recorded["frames"] == 26 and recorded["episode_lengths"] == [25]
         assert os.path.getsize(gif) > 0
+
+
+def test_masac_trains_on_swimmer_through_the_example_and_its_checkpoint_evaluates(tmp_path):
+    run_dir = str(tmp_path / "run")
+    trainer_rows = train_on_swimmer("run_masac.py", run_dir)
+    assert all(float(row["temperature"]) > 0.0 for row in trainer_rows)
+    evaluated = program_helpers.evaluate_checkpoint(run_dir, "--episodes=2")
+    assert evaluated["episodes"] == 2 and int(evaluated["trainer_steps"]) > 0
+    assert np.all(np.isfinite(evaluated["returns"]))

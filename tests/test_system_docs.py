@@ -19,8 +19,11 @@ FOREIGN = {"mappo": ("Q-network", "epsilon", "exploration_schedules"),
            "dmpo": ("Q-network", "epsilon", "exploration_schedules"),
            "maddpg": ("Q-network", "epsilon"),
            "mad4pg": ("Q-network", "epsilon"),
-           "matd3": ("Q-network", "epsilon")}
+           "matd3": ("Q-network", "epsilon"),
+           "masac": ("Q-network", "epsilon"),
+           "isac": ("Q-network", "epsilon")}
 ENVIRONMENTS = {"maddpg": "debug/reach_v0", "mad4pg": "debug/reach_v0", "matd3": "debug/reach_v0",
+                "masac": "debug/reach_v0", "isac": "debug/reach_v0",
                 "dqn": "gymnasium/CartPole-v1", "r2d2": "gymnasium/CartPole-v1",
                 "impala": "gymnasium/CartPole-v1", "dmpo": "gymnasium/Pendulum-v1"}
 
@@ -45,7 +48,8 @@ def test_the_configuration_header_shows_exploration_only_where_it_applies(name, 
     system = system_class(factory, run_dir=str(tmp_path / "run"))
     header = format_run_config(system.run_config())
     described = system.description()
-    explores = name in ("madqn", "vdn", "qmix", "dqn", "maddpg", "mad4pg", "matd3", "r2d2")
+    explores = name in ("madqn", "vdn", "qmix", "dqn", "maddpg", "mad4pg", "matd3", "masac", "isac",
+                          "r2d2")
     assert ("exploration_schedules" in described) == explores, name
     if name == "r2d2":  # Its actors' epsilons are in run.json; its header shows the config.
         return

@@ -16,7 +16,7 @@ from launchpad.nodes.courier.node import CourierHandle
 from launchpad.nodes.reverb.node import ReverbHandle
 import pytest
 
-from mava_systems import maddpg, madqn, mappo, matd3, qmix, vdn
+from mava_systems import maddpg, madqn, mappo, masac, matd3, qmix, vdn
 from mava_systems.components.cacher import CacherNode, VariableCache
 import wrappers
 
@@ -71,7 +71,8 @@ def test_subclass_programs_have_madqns_topology(line_world_factory, tmp_path, sy
                                        str(tmp_path / "run")), case)
 
 
-CONTINUOUS_CASES = [(system_class, case) for system_class in (maddpg.MADDPG, maddpg.MAD4PG, matd3.MATD3)
+CONTINUOUS_CASES = [(system_class, case) for system_class in (maddpg.MADDPG, maddpg.MAD4PG, matd3.MATD3,
+                                                              masac.MASAC, masac.ISAC)
                     for case in (CASES[1], CASES[3])]
 
 

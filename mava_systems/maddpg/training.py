@@ -117,11 +117,12 @@ class MADDPGTrainer(TrainerLoop):
         """The critic on inputs [B, A, size], rows merged batch-major ([B * A])."""
         return critic(merge_agents(inputs))
 
-    def losses(self, transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor,
-                                                                   Dict[str, tf.Tensor]]:
-        """The critics' and the policies' losses on a batch, and scalars to log."""
-        networks = self._networks
-        keys = list(networks.policies)
+    def batch(self, transitions: acme_types.Transition) -> Tuple[
+            Dict[str, tf.Tensor], Dict[str, tf.Tensor], Dict[str, tf.Tensor],
+            Optional[tf.Tensor], Optional[tf.Tensor]]:
+        """Per network key the observations, next observations and float32 actions
+        ([B, A, ...]), then the global states and next states (None unless a "state" critic)."""
+        keys = list(self._networks.policies)
         observations = {key: transitions.observation[key].observation for key in keys}
         next_observations = {key: transitions.next_observation[key].observation for key in keys}
         states = next_states = None
@@ -129,6 +130,23 @@ class MADDPGTrainer(TrainerLoop):
             states = transitions.extras["env_state"]
             next_states = transitions.extras["next_env_state"]
         actions = {key: tf.cast(transitions.action[key], tf.float32) for key in keys}
+        return observations, next_observations, actions, states, next_states
+
+    def agent_rows(self, transitions: acme_types.Transition, key: str
+                   ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Network `key`'s rows merged batch-major ([B * A]): 1 where the agent is in the
+        episode at the item's start, the n-step rewards, and the discounts times `discount`."""
+        present = merge_agents(1.0 - tf.cast(transitions.observation[key].terminal, tf.float32))
+        r_t = tf.cast(merge_agents(transitions.reward[key]), tf.float32)
+        d_t = self._discount * tf.cast(merge_agents(transitions.discount[key]), tf.float32)
+        return present, r_t, d_t
+
+    def losses(self, transitions: acme_types.Transition) -> Tuple[tf.Tensor, tf.Tensor,
+                                                                   Dict[str, tf.Tensor]]:
+        """The critics' and the policies' losses on a batch, and scalars to log."""
+        networks = self._networks
+        keys = list(networks.policies)
+        observations, next_observations, actions, states, next_states = self.batch(transitions)
         next_actions = {key: self.target_actions(key, next_observations[key]) for key in keys}
         inputs = self._critic_inputs(observations, actions, states)
         next_inputs = self._critic_inputs(next_observations, next_actions, next_states)
@@ -139,9 +157,7 @@ class MADDPGTrainer(TrainerLoop):
         critic_loss = policy_loss = 0.0
         q_values = []
         for key in keys:
-            present = merge_agents(1.0 - tf.cast(transitions.observation[key].terminal, tf.float32))
-            r_t = tf.cast(merge_agents(transitions.reward[key]), tf.float32)
-            d_t = self._discount * tf.cast(merge_agents(transitions.discount[key]), tf.float32)
+            present, r_t, d_t = self.agent_rows(transitions, key)
             critic = networks.critics[key]
             q_tm1 = self._evaluate(critic, inputs[key])
             q_t = self._evaluate(networks.target_critics[key], next_inputs[key])
@@ -165,11 +181,19 @@ class MADDPGTrainer(TrainerLoop):
                                   critic_variables)
         policy_norm = self._apply(self._policy_optimizer, tape.gradient(policy_loss, policy_variables),
                                   policy_variables)
+        fetches.update(self.extra_updates(tape, fetches))
         del tape
         self.count_step(after=(fetches, critic_norm, policy_norm))
         self._update_targets()
         return {"critic_loss": critic_loss, "policy_loss": policy_loss,
                 "critic_gradient_norm": critic_norm, "policy_gradient_norm": policy_norm, **fetches}
+
+    def extra_updates(self, tape: tf.GradientTape, fetches: Dict[str, tf.Tensor]
+                      ) -> Dict[str, tf.Tensor]:
+        """Updates beyond the critics' and policies' (e.g. MASAC's temperatures), from the
+        losses' `fetches` and the persistent `tape` that recorded them; scalars to log. None here."""
+        del tape, fetches
+        return {}
 
     def _apply(self, optimizer: snt.Optimizer, gradients: Sequence[tf.Tensor],
                variables: Sequence[tf.Variable]) -> tf.Tensor:
@@ -184,11 +208,16 @@ class MADDPGTrainer(TrainerLoop):
         elif tf.math.mod(self._num_steps, self._target_update_period) == 0:
             self._move_targets(1.0)
 
+    def target_pairs(self) -> Sequence[Tuple[Mapping[str, snt.Module], Mapping[str, snt.Module]]]:
+        """(target networks, online networks) by key, for each kind the targets track: the
+        policies and the critics."""
+        networks = self._networks
+        return ((networks.target_policies, networks.policies),
+                (networks.target_critics, networks.critics))
+
     def _move_targets(self, rate: float) -> None:
         """Moves every target network `rate` of the way to its online network (1: a copy)."""
-        networks = self._networks
-        for targets, onlines in ((networks.target_policies, networks.policies),
-                                 (networks.target_critics, networks.critics)):
+        for targets, onlines in self.target_pairs():
             for key, online in onlines.items():
                 for target_variable, variable in zip(targets[key].variables, online.variables):
                     target_variable.assign(rate * variable + (1.0 - rate) * target_variable)

@@ -5,6 +5,7 @@ from typing import Any, Dict
 from mava_systems.components.actor_critic import action_bounds
 from mava_systems.maddpg.builder import MADDPGBuilder
 from mava_systems.maddpg.networks import MADDPGNetworks
+from mava_systems.matd3.networks import check_twin_critics
 from mava_systems.matd3.training import MATD3Trainer
 
 
@@ -27,9 +28,5 @@ class MATD3Builder(MADDPGBuilder):
           ValueError: if a critic has no `pair(inputs)` giving both twins' values.
         """
         networks = super().make_networks()
-        for key, critic in networks.critics.items():
-            if not callable(getattr(critic, "pair", None)):
-                raise ValueError(f"MATD3: network {key!r}'s critic is a {type(critic).__name__}; "
-                                 "MATD3 needs twin critics with pair(inputs) -> [B, 2] "
-                                 "(matd3.TwinCritic, as matd3.make_twin_networks builds)")
+        check_twin_critics(networks.critics, "MATD3")
         return networks

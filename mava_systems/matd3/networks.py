@@ -1,6 +1,6 @@
 """MATD3's networks: MADDPG's policies, and twin critics that answer with both values."""
 
-from typing import Sequence, Tuple
+from typing import Mapping, Sequence, Tuple
 
 from dm_env import specs
 import sonnet as snt
@@ -37,3 +37,12 @@ def make_twin_networks(observation_spec: specs.Array, action_spec: specs.Bounded
     _, second = make_default_networks(observation_spec, action_spec, policy_hidden_sizes,
                                       critic_hidden_sizes)
     return policy, TwinCritic(first, second)
+
+
+def check_twin_critics(critics: Mapping[str, snt.Module], system: str) -> None:
+    """Raises ValueError unless every critic has `pair(inputs)` giving both twins' values."""
+    for key, critic in critics.items():
+        if not callable(getattr(critic, "pair", None)):
+            raise ValueError(f"{system}: network {key!r}'s critic is a {type(critic).__name__}; "
+                             f"{system} needs twin critics with pair(inputs) -> [B, 2] "
+                             "(matd3.TwinCritic, as matd3.make_twin_networks builds)")
