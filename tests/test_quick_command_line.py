@@ -2,6 +2,7 @@
 `--help`, bad flags and an unknown environment id are answered before TensorFlow (or Reverb,
 Acme) is imported, with no library noise on the terminal."""
 
+import ast
 import dataclasses
 import glob
 import json
@@ -109,3 +110,23 @@ def test_experiment_keeps_library_noise_off_the_terminal(tmp_path):
     assert result.stderr.splitlines() == [
         "error: unknown system 'nope'; available: " + result.stderr.split("available: ")[1]
         .splitlines()[0]]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_an_example_s_system_path_names_its_system_and_how_it_explores(example):
+    """`SystemPath.load` imports the class and checks `explores_by_schedule` against it."""
+    from mava_systems import launch  # pylint: disable=import-outside-toplevel
+    tree = ast.parse(open(os.path.join(ROOT, "examples", example)).read())
+    (call,) = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+               and getattr(node.func, "attr", None) == "SystemPath"]
+    system_path = launch.SystemPath(*[ast.literal_eval(argument) for argument in call.args],
+                                    **{keyword.arg: ast.literal_eval(keyword.value)
+                                       for keyword in call.keywords})
+    system_class = system_path.load()
+    assert system_class.config_class is _config_class(example)
+
+
+def test_a_system_path_that_misstates_exploration_is_refused():
+    from mava_systems import launch  # pylint: disable=import-outside-toplevel
+    with pytest.raises(TypeError, match="explores_by_schedule is not False"):
+        launch.SystemPath("mava_systems.qmix.QMIX").load()
