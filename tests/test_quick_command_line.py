@@ -75,14 +75,17 @@ def test_an_example_parses_and_refuses_an_unknown_environment_without_tensorflow
     assert "--lp_launch_type" in probe["help"] and "--max_" in probe["help"]
 
 
-@pytest.mark.parametrize("command", [
-    ["examples/mpe/run_qmix.py"], ["examples/mpe/run_vdn.py"], ["examples/lbf/run_mappo.py"],
-    ["-m", "mava_systems.experiment"]])
-def test_help_lists_the_flags_without_library_noise(command):
+@pytest.mark.parametrize("command, listed", [
+    (["examples/mpe/run_qmix.py"], ["--max_executor_steps", "--env", "--mixing_embed_dim"]),
+    (["examples/mpe/run_vdn.py"], ["--max_executor_steps", "--env", "--team_reward"]),
+    (["examples/lbf/run_mappo.py"], ["--max_executor_steps", "--env", "--critic"]),
+    (["-m", "mava_systems.experiment"], ["--max_executor_steps", "--envs", "--systems"]),
+    (["-m", "mava_systems.evaluate"], ["--run_dir", "--episodes", "--record"])])
+def test_help_lists_the_flags_without_library_noise(command, listed):
     result = subprocess.run([sys.executable, *command, "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     output = result.stdout + result.stderr
-    assert "--max_executor_steps" in output and "--env" in output
+    assert all(flag in output for flag in listed), output
     noise = [line for line in output.splitlines()
              if any(marker.lower() in line.lower() for marker in NOISE_MARKERS)]
     assert noise == []
@@ -130,3 +133,16 @@ def test_a_system_path_that_misstates_exploration_is_refused():
     from mava_systems import launch  # pylint: disable=import-outside-toplevel
     with pytest.raises(TypeError, match="explores_by_schedule is not False"):
         launch.SystemPath("mava_systems.qmix.QMIX").load()
+
+
+def test_evaluate_parses_and_refuses_a_missing_run_dir_without_tensorflow():
+    # (It imports acme.utils' counting and loggers, which do not import TensorFlow.)
+    probe = ("import sys\nfrom absl import flags\nfrom mava_systems import evaluate\n"
+             "evaluate.define_flags()\nflags.FLAGS(['evaluate'])\n"
+             "try:\n    evaluate.main(['evaluate'])\nexcept SystemExit as stop:\n"
+             f"    print(stop.code, sorted(n for n in {("tensorflow", "reverb", "sonnet")!r} "
+             "if n in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.stdout.strip() == "1 []", result.stderr
+    assert result.stderr.startswith("error: --run_dir is required")
