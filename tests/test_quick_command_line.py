@@ -140,7 +140,7 @@ def test_evaluate_parses_and_refuses_a_missing_run_dir_without_tensorflow():
     probe = ("import sys\nfrom absl import flags\nfrom mava_systems import evaluate\n"
              "evaluate.define_flags()\nflags.FLAGS(['evaluate'])\n"
              "try:\n    evaluate.main(['evaluate'])\nexcept SystemExit as stop:\n"
-             f"    print(stop.code, sorted(n for n in {("tensorflow", "reverb", "sonnet")!r} "
+             "    print(stop.code, sorted(n for n in ('tensorflow', 'reverb', 'sonnet') "
              "if n in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
