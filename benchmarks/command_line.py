@@ -17,7 +17,7 @@ import time
 from typing import Dict, List, Sequence
 
 COMMANDS = {
-    "example --help": ["examples/mpe/run_qmix.py", "--help"],
+    "example --help (imports TensorFlow)": ["examples/mpe/run_qmix.py", "--help"],
     "example unknown env": ["examples/mpe/run_qmix.py", "--env=mpe/not_an_env_v0"],
     "experiment --help": ["-m", "mava_systems.experiment", "--help"],
     "experiment unknown env": ["-m", "mava_systems.experiment", "--systems=qmix",

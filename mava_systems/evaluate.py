@@ -22,15 +22,18 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import app, flags
-from acme.utils import counting, loggers  # (Without TensorFlow.)
+from acme.utils import counting, loggers
 import numpy as np
+import scipy.stats
+import sonnet as snt
+import tensorflow as tf
 
 from mava_systems import recording, registry
+from mava_systems.components.checkpointing import indexed_checkpoints, latest_readable_checkpoint
+from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.components.run_directory import RUN_FILE
+from mava_systems.system import DistributedSystem
 import wrappers
-
-# TensorFlow (and the modules importing it) is imported by the functions that need it, so that
-# the command answers `--help` and a missing --run_dir without it.
-# pylint: disable=import-outside-toplevel
 
 
 def recorded_system_class(description: Dict[str, Any], path: str) -> Any:
@@ -65,7 +68,6 @@ def recorded_system_class(description: Dict[str, Any], path: str) -> Any:
 
 def load_system(run_dir: str) -> Any:
     """Rebuilds the system a run directory describes (its run.json)."""
-    from mava_systems.components.run_directory import RUN_FILE
     path = os.path.join(run_dir, RUN_FILE)
     if not os.path.exists(path):
         raise ValueError(f"{run_dir} has no {RUN_FILE}: not a run directory")
@@ -94,7 +96,6 @@ def load_system(run_dir: str) -> Any:
 def can_evaluate(system: Any) -> bool:
     """Whether this command can evaluate the system's checkpoints: it has a builder (making
     networks and a trainer) and a greedy executor."""
-    from mava_systems.system import DistributedSystem
     return (getattr(system, "builder", None) is not None
             and type(system).greedy_executor is not DistributedSystem.greedy_executor)
 
@@ -102,14 +103,11 @@ def can_evaluate(system: Any) -> bool:
 def _is_network_state(value: Any) -> bool:
     """Whether a trainer's checkpointed object is part of what acting needs (networks and their
     variables, not optimizers, whose slots exist only after a step)."""
-    import sonnet as snt
-    import tensorflow as tf
     return isinstance(value, (tf.Module, tf.Variable)) and not isinstance(value, snt.Optimizer)
 
 
 def chosen_checkpoint(directory: str, checkpoint: str) -> str:
     """The path of `checkpoint` (a path, or a name such as "ckpt-3" in `directory`), checked to exist."""
-    from mava_systems.components.checkpointing import indexed_checkpoints
     path = checkpoint if os.path.dirname(checkpoint) else os.path.join(directory, checkpoint)
     if not os.path.exists(path + ".index"):
         indexed = [os.path.basename(indexed) for indexed in indexed_checkpoints(directory)]
@@ -122,9 +120,6 @@ def restore_trainer(system: Any, checkpoint: Optional[str] = None) -> Tuple[Any,
     """A trainer of the system (serving variables; never stepped) whose networks are restored
     from `checkpoint` (see `chosen_checkpoint`), by default the latest readable trainer
     checkpoint, and that checkpoint's path."""
-    import tensorflow as tf
-
-    from mava_systems.components.checkpointing import latest_readable_checkpoint
     directory = os.path.join(system.run_dir, "checkpoints", "trainer")
     if checkpoint is not None:
         latest = chosen_checkpoint(directory, checkpoint)
@@ -158,7 +153,6 @@ def play_greedy(run_dir: str, episodes: int, seed: int = 0, checkpoint: Optional
     Returns the checkpoint's path, its trainer steps and each episode's statistics
     (`EnvironmentLoop.run_episode`'s). The same seed plays the same episodes.
     """
-    from mava_systems.components.environment_loop import EnvironmentLoop
     system = load_system(run_dir)
     if not can_evaluate(system):
         raise ValueError(f"{type(system).__name__} has no builder or greedy executor to "
@@ -180,7 +174,6 @@ def evaluate(run_dir: str, episodes: int, seed: int = 0,
              checkpoint: Optional[str] = None) -> Dict[str, Any]:
     """Greedy returns of the latest (or a chosen) checkpoint over `episodes` episodes (each, and
     their mean with a 95% interval), for any system with a builder and a `greedy_executor`."""
-    import scipy.stats
     if episodes < 2:
         raise ValueError(f"episodes must be at least 2 for an interval, got {episodes}")
     checkpoint, trainer_steps, played = play_greedy(run_dir, episodes, seed, checkpoint)

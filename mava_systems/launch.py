@@ -1,15 +1,15 @@
 """Launch helpers shared by the examples: common flags, config flags, launching, the run summary.
 
-Importing it does not import TensorFlow (nor Reverb or Acme): a command line defines its flags
-from the configs, parses and checks them (`--help`, an unknown environment id) first, and
-`example_main` imports the system (and TensorFlow with it) only then.
+Importing it does not import TensorFlow (nor Reverb or Acme), and the configs import without
+it (`mava_systems.lazy`). (The examples still import their system class, and so TensorFlow,
+before their flags are parsed: importing it after parsing made the trainer's first compiled
+step fail, see issue 44's notes.)
 """
 
 import contextlib
 import dataclasses
 import datetime
 import faulthandler
-import importlib
 import os
 import shlex
 import signal
@@ -248,30 +248,7 @@ def show_in_help(names: Sequence[str]) -> None:
         FLAGS.register_key_flag_for_module(sys.argv[0], FLAGS[name])
 
 
-@dataclasses.dataclass(frozen=True)
-class SystemPath:
-    """A system class named by its import path (e.g. "mava_systems.qmix.QMIX"), which
-    `example_main` imports only once the flags are parsed and checked (it imports TensorFlow).
-
-    `explores_by_schedule` says, before the import, whether the class offers `--exploration`
-    (see `multiagent.ScheduledExploration`); `load` checks it.
-    """
-
-    path: str
-    explores_by_schedule: bool = False
-
-    def load(self) -> Type[Any]:
-        """The class; raises TypeError if it explores otherwise than this says."""
-        module, _, name = self.path.rpartition(".")
-        system_class = getattr(importlib.import_module(module), name)
-        if getattr(system_class, "explores_by_schedule", False) != self.explores_by_schedule:
-            raise TypeError(f"{self.path}.explores_by_schedule is not "
-                            f"{self.explores_by_schedule} as its SystemPath says")
-        return system_class
-
-
-def example_main(system_class: Union[Type[Any], SystemPath], config_class: Type[Any],
-                 default_env: str,
+def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
                  executor_name: str = "executor", default_num_caches: Optional[int] = 0,
                  config_defaults: Optional[Mapping[str, Any]] = None,
                  family_env_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None,
@@ -286,8 +263,6 @@ def example_main(system_class: Union[Type[Any], SystemPath], config_class: Type[
     `family_env_kwargs` gives constructor arguments for the environments of a
     family, e.g. `{"mpe": {"continuous_actions": True}}`. `default_exploration` is
     `--exploration`'s default (e.g. "linear:1,0.05,200000"; empty: the system's own schedules).
-    With a `SystemPath` (and a config class that imports without TensorFlow, as every
-    shipped one does), `--help` and bad flags are answered before TensorFlow is imported.
     """
     defined_before = set(FLAGS)
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
@@ -311,10 +286,9 @@ def example_main(system_class: Union[Type[Any], SystemPath], config_class: Type[
             environment_factory = wrappers.make_environment_factory(
                 FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs))
             config = config_from_flags(config_class)
-            configure_tensorflow_threads(FLAGS.tf_threads)  # Imports TensorFlow.
-            system = (system_class.load() if isinstance(system_class, SystemPath)
-                      else system_class)(environment_factory=environment_factory, config=config,
-                                         **topology)
+            configure_tensorflow_threads(FLAGS.tf_threads)
+            system = system_class(environment_factory=environment_factory, config=config,
+                                  **topology)
             status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             console.fail(f"error: {error}")

@@ -15,8 +15,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import launch, madqn
 
-main = launch.example_main(launch.SystemPath("mava_systems.madqn.MADQN", explores_by_schedule=True),
-                           madqn.MADQNConfig, default_env="classic/tictactoe_v3")
+main = launch.example_main(madqn.MADQN, madqn.MADQNConfig, default_env="classic/tictactoe_v3")
 
 if __name__ == "__main__":
     app.run(main)

@@ -15,8 +15,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import dmpo, launch
 
-main = launch.example_main(launch.SystemPath("mava_systems.dmpo.DMPO"),
-                           dmpo.DMPOConfig, default_env="gymnasium/Pendulum-v1",
+main = launch.example_main(dmpo.DMPO, dmpo.DMPOConfig, default_env="gymnasium/Pendulum-v1",
                            executor_name="actor", default_num_caches=0)
 
 if __name__ == "__main__":

@@ -15,8 +15,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import dqn, launch
 
-main = launch.example_main(launch.SystemPath("mava_systems.dqn.DQN", explores_by_schedule=True),
-                           dqn.DQNConfig, default_env="gymnasium/CartPole-v1",
+main = launch.example_main(dqn.DQN, dqn.DQNConfig, default_env="gymnasium/CartPole-v1",
                            executor_name="actor", default_num_caches=1)
 
 if __name__ == "__main__":

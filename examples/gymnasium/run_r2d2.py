@@ -16,8 +16,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import launch, r2d2
 
-main = launch.example_main(launch.SystemPath("mava_systems.r2d2.R2D2"),
-                           r2d2.R2D2Config, default_env="gymnasium/CartPole-v1",
+main = launch.example_main(r2d2.R2D2, r2d2.R2D2Config, default_env="gymnasium/CartPole-v1",
                            executor_name="actor", default_num_caches=None)
 
 if __name__ == "__main__":

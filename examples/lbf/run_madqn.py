@@ -19,8 +19,7 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import launch, madqn  # noqa: E402
 import lbf_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(launch.SystemPath("mava_systems.madqn.MADQN", explores_by_schedule=True),
-                           madqn.MADQNConfig,
+main = launch.example_main(madqn.MADQN, madqn.MADQNConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3",
                            config_defaults=lbf_settings.CONFIG_DEFAULTS,
                            default_exploration=lbf_settings.EXPLORATION)

@@ -18,8 +18,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import launch, mappo
 
-main = launch.example_main(launch.SystemPath("mava_systems.mappo.MAPPO"),
-                           mappo.MAPPOConfig,
+main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3")
 
 if __name__ == "__main__":

@@ -19,8 +19,7 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import launch, qmix  # noqa: E402
 import lbf_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(launch.SystemPath("mava_systems.qmix.QMIX", explores_by_schedule=True),
-                           qmix.QMIXConfig,
+main = launch.example_main(qmix.QMIX, qmix.QMIXConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3",
                            config_defaults=lbf_settings.CONFIG_DEFAULTS,
                            default_exploration=lbf_settings.EXPLORATION)

@@ -19,8 +19,7 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import launch, vdn  # noqa: E402
 import lbf_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(launch.SystemPath("mava_systems.vdn.VDN", explores_by_schedule=True),
-                           vdn.VDNConfig,
+main = launch.example_main(vdn.VDN, vdn.VDNConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3",
                            config_defaults=lbf_settings.VDN_CONFIG_DEFAULTS,
                            default_exploration=lbf_settings.EXPLORATION)

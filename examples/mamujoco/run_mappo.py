@@ -22,8 +22,7 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import launch, mappo  # noqa: E402
 import mamujoco_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(launch.SystemPath("mava_systems.mappo.MAPPO"),
-                           mappo.MAPPOConfig, default_env=mamujoco_settings.DEFAULT_ENV,
+main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig, default_env=mamujoco_settings.DEFAULT_ENV,
                            config_defaults=mamujoco_settings.CONFIG_DEFAULTS)
 
 if __name__ == "__main__":

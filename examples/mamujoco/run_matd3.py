@@ -20,8 +20,7 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import launch, matd3  # noqa: E402
 import mamujoco_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(launch.SystemPath("mava_systems.matd3.MATD3", explores_by_schedule=True),
-                           matd3.MATD3Config, default_env=mamujoco_settings.DEFAULT_ENV,
+main = launch.example_main(matd3.MATD3, matd3.MATD3Config, default_env=mamujoco_settings.DEFAULT_ENV,
                            config_defaults=mamujoco_settings.CONFIG_DEFAULTS)
 
 if __name__ == "__main__":

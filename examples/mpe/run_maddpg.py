@@ -20,8 +20,7 @@ from mava_systems import launch, maddpg
 # discount of 0.9.
 MPE_DEFAULTS = {"discount": 0.9}
 
-main = launch.example_main(launch.SystemPath("mava_systems.maddpg.MADDPG", explores_by_schedule=True),
-                           maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3",
+main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3",
                            config_defaults=MPE_DEFAULTS,
                            family_env_kwargs={"mpe": {"continuous_actions": True}})
 

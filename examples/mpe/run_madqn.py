@@ -21,8 +21,7 @@ from mava_systems import launch, madqn
 # IDs let agents that share a network take different landmarks.
 MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}
 
-main = launch.example_main(launch.SystemPath("mava_systems.madqn.MADQN", explores_by_schedule=True),
-                           madqn.MADQNConfig, default_env="mpe/simple_spread_v3",
+main = launch.example_main(madqn.MADQN, madqn.MADQNConfig, default_env="mpe/simple_spread_v3",
                            config_defaults=MPE_DEFAULTS)
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import launch, mappo
 
-main = launch.example_main(launch.SystemPath("mava_systems.mappo.MAPPO"),
-                           mappo.MAPPOConfig, default_env="mpe/simple_spread_v3")
+main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig, default_env="mpe/simple_spread_v3")
 
 if __name__ == "__main__":
     app.run(main)

@@ -25,8 +25,7 @@ from mava_systems import launch, qmix  # noqa: E402
 MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True, "normalise_mixer_states": True,
                 "learning_rate": 5e-4, "target_update_period": 200, "n_step": 3}
 
-main = launch.example_main(launch.SystemPath("mava_systems.qmix.QMIX", explores_by_schedule=True),
-                           qmix.QMIXConfig, default_env="mpe/simple_spread_v3",
+main = launch.example_main(qmix.QMIX, qmix.QMIXConfig, default_env="mpe/simple_spread_v3",
                            config_defaults=MPE_DEFAULTS)
 
 if __name__ == "__main__":

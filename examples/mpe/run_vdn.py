@@ -19,8 +19,7 @@ from mava_systems import launch, vdn  # noqa: E402
 # MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why).
 MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}
 
-main = launch.example_main(launch.SystemPath("mava_systems.vdn.VDN", explores_by_schedule=True),
-                           vdn.VDNConfig, default_env="mpe/simple_spread_v3",
+main = launch.example_main(vdn.VDN, vdn.VDNConfig, default_env="mpe/simple_spread_v3",
                            config_defaults=MPE_DEFAULTS)
 
 if __name__ == "__main__":

@@ -22,8 +22,7 @@ from mava_systems import launch, qmix
 # per agent.
 RWARE_DEFAULTS = {"agent_ids": True}
 
-main = launch.example_main(launch.SystemPath("mava_systems.qmix.QMIX", explores_by_schedule=True),
-                           qmix.QMIXConfig,
+main = launch.example_main(qmix.QMIX, qmix.QMIXConfig,
                            default_env="rware/rware-tiny-2ag-v2",
                            config_defaults=RWARE_DEFAULTS)
 

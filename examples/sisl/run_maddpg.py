@@ -15,8 +15,7 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import launch, maddpg
 
-main = launch.example_main(launch.SystemPath("mava_systems.maddpg.MADDPG", explores_by_schedule=True),
-                           maddpg.MADDPGConfig, default_env="sisl/multiwalker_v9")
+main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="sisl/multiwalker_v9")
 
 if __name__ == "__main__":
     app.run(main)
