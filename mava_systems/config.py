@@ -23,6 +23,27 @@ def bounded(default: Any, low: Optional[float] = None, high: Optional[float] = N
     )
 
 
+def documented(default: Any, doc: str) -> Any:
+    """A dataclass field without a range whose `doc` is its flag's help text."""
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
+def redefault(config_class: Any, name: str, default: Any) -> Any:
+    """Field `name` of `config_class` (its range and help text) with another default, for a
+    subclass that changes the default."""
+    (field,) = [field for field in dataclasses.fields(config_class) if field.name == name]
+    return dataclasses.field(default=default, metadata=field.metadata)
+
+
+SHARED_WEIGHTS_DOC = ("Agents of one type (the name before the index, e.g. adversary_0) share "
+                      "networks.")
+
+
+def sizes_doc(what: str) -> str:
+    """The help text of a field holding the hidden layer sizes of `what`."""
+    return f"Hidden layer sizes of {what}, comma-separated (e.g. 64,64)."
+
+
 def _range_text(meta: dict) -> str:
     low = "-inf" if meta["low"] is None else meta["low"]
     high = "inf" if meta["high"] is None else meta["high"]
@@ -180,7 +201,7 @@ class RunConfig:
     trainer_steps_per_call: int = bounded(
         1, 1, doc="Trainer (gradient) steps per compiled call, each on its own batch; "
                   "counts, periods and the trainer's CSV stay in trainer steps.")
-    jit_compile: bool = dataclasses.field(default=False, metadata={"doc": JIT_COMPILE_DOC})
+    jit_compile: bool = documented(False, JIT_COMPILE_DOC)
     seed: int = bounded(0, 0, doc="Base random seed.")
 
     def __post_init__(self):
@@ -212,11 +233,11 @@ class MultiAgentConfig(RunConfig):
     """
 
     discount: float = bounded(0.99, 0.0, 1.0, doc="Discount per environment step.")
-    # Agents of one type (the name before the index, e.g. adversary_0) share networks.
-    shared_weights: bool = True
-    # Each agent's observation gets its one-hot index appended (`wrappers.AgentIDObservations`),
-    # so agents that share a network can learn different roles.
-    agent_ids: bool = True
+    shared_weights: bool = documented(True, SHARED_WEIGHTS_DOC)
+    agent_ids: bool = documented(
+        True, "Append each agent's one-hot index to its observation "
+              "(wrappers.AgentIDObservations), so agents that share a network can learn "
+              "different roles.")
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
     num_envs_per_executor: int = num_envs_per_executor_field()
 

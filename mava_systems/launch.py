@@ -1,4 +1,10 @@
-"""Launch helpers shared by the examples: common flags, config flags, launching, the run summary."""
+"""Launch helpers shared by the examples: common flags, config flags, launching, the run summary.
+
+Importing it does not import TensorFlow (nor Reverb or Acme), and the configs import without
+it (`mava_systems.lazy`). (The examples still import their system class, and so TensorFlow,
+before their flags are parsed: importing it after parsing made the trainer's first compiled
+step fail, see issue 44's notes.)
+"""
 
 import contextlib
 import dataclasses
@@ -16,11 +22,9 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
                     Union)
 
 from absl import app, flags, logging
-import launchpad as lp
-import tensorflow as tf
+import launchpad as lp  # (Without TensorFlow; it defines --lp_launch_type.)
 
-from mava_systems import allocator, console, cpu_placement, node_processes, ray_launch, \
-    run_summary
+from mava_systems import allocator, console, cpu_placement, node_processes, ray_launch
 from mava_systems.node_naming import named_nodes, node_names
 from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
                                                StopsProgramIfBuildFails,
@@ -28,7 +32,6 @@ from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTI
 from mava_systems.config import parse_json_object
 from mava_systems.components import exploration
 from mava_systems.components.disk_space import disk_full_message
-from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
 from mava_systems.log_watch import watching_log
 from mava_systems.progress import read_snapshot, reporting_progress
 import wrappers
@@ -133,6 +136,8 @@ def define_config_flags(config_class: Type[Any],
             flags.DEFINE_float(field.name, default, help_text)
         elif isinstance(default, tuple):
             flags.DEFINE_list(field.name, [str(value) for value in default], help_text)
+        elif isinstance(default, str):
+            flags.DEFINE_string(field.name, default, help_text)
         else:  # Optional numbers: "none" means None.
             flags.DEFINE_string(field.name, str(default), help_text + " ('none' for None)")
 
@@ -236,6 +241,13 @@ def exploration_from_flags(num_executors: int) -> Dict[str, Any]:
     return {"exploration_schedules": [schedule] * max(num_executors, 0)}
 
 
+def show_in_help(names: Sequence[str]) -> None:
+    """Lists flags `names` in `--help` (which shows the flags of the program's main module;
+    these were defined here, on its behalf)."""
+    for name in names:
+        FLAGS.register_key_flag_for_module(sys.argv[0], FLAGS[name])
+
+
 def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
                  executor_name: str = "executor", default_num_caches: Optional[int] = 0,
                  config_defaults: Optional[Mapping[str, Any]] = None,
@@ -252,29 +264,31 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     family, e.g. `{"mpe": {"continuous_actions": True}}`. `default_exploration` is
     `--exploration`'s default (e.g. "linear:1,0.05,200000"; empty: the system's own schedules).
     """
+    defined_before = set(FLAGS)
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
     define_config_flags(config_class, config_defaults)
     explores_by_schedule = getattr(system_class, "explores_by_schedule", False)
     if explores_by_schedule:
         define_exploration_flag(executor_name, default_exploration)
+    show_in_help(sorted(set(FLAGS) - defined_before) + ["lp_launch_type"])
 
     def main(argv: Sequence[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
         console.quiet_terminal()
         try:
-            configure_tensorflow_threads(FLAGS.tf_threads)
             node_allocator = allocator.allocator_library(FLAGS.allocator)
             for module in FLAGS.env_module:
                 wrappers.import_registration(module)
             topology = topology_from_flags(executor_name)
             if explores_by_schedule:
                 topology.update(exploration_from_flags(topology[f"num_{executor_name}s"]))
-            system = system_class(
-                environment_factory=wrappers.make_environment_factory(
-                    FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs)),
-                config=config_from_flags(config_class),
-                **topology)
+            environment_factory = wrappers.make_environment_factory(
+                FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs))
+            config = config_from_flags(config_class)
+            configure_tensorflow_threads(FLAGS.tf_threads)
+            system = system_class(environment_factory=environment_factory, config=config,
+                                  **topology)
             status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             console.fail(f"error: {error}")
@@ -298,6 +312,7 @@ def configure_tensorflow_threads(threads: int = DEFAULT_TF_THREADS) -> None:
     if threads == 0:
         return
     os.environ["TF_NUM_INTRAOP_THREADS"] = os.environ["TF_NUM_INTEROP_THREADS"] = str(threads)
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel  (see the module's doc)
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
@@ -533,6 +548,9 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     If a node failed and stopped the program, the summary and the error are printed, and the
     process exits with status 1 (`SystemExit`).
     """
+    # pylint: disable=import-outside-toplevel  (TensorFlow: see the module's doc)
+    from mava_systems import run_summary
+    from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
     launch_type = launch_type or FLAGS.lp_launch_type
     log_file = console.attach_run_dir(
         system.run_dir, f"==== {datetime.datetime.now():%Y-%m-%d %H:%M:%S} {shlex.join(sys.argv)}\n")

@@ -141,12 +141,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--title", default="Evaluator return")
     parser.add_argument("--width", type=int, default=1000, help="figure width in pixels")
     parser.add_argument("--height", type=int, default=600, help="figure height in pixels")
+    parser.add_argument("--labels", default=None,
+                        help="comma-separated legend labels, one per RUN_DIR in order "
+                             "(default: the directories' names)")
     args = parser.parse_args(argv)
     if args.smoothing is not None and args.smoothing < 1:
         parser.error(f"--smoothing must be >= 1, got {args.smoothing}")
+    labels = _unique_labels(args.run_dirs)
+    if args.labels is not None:
+        labels = [label.strip() for label in args.labels.split(",")]
+        if len(labels) != len(args.run_dirs) or not all(labels):
+            parser.error(f"--labels must give {len(args.run_dirs)} non-empty labels, one per "
+                         f"run directory, got {args.labels!r}")
     try:
         curves = [read_learning_curve(run_dir, label)
-                  for run_dir, label in zip(args.run_dirs, _unique_labels(args.run_dirs))]
+                  for run_dir, label in zip(args.run_dirs, labels)]
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -45,7 +45,7 @@ def load_builtin_systems() -> None:
     package_dir = os.path.dirname(__file__)
     for module in pkgutil.iter_modules([package_dir]):
         if module.ispkg and os.path.exists(os.path.join(package_dir, module.name, "system.py")):
-            importlib.import_module(f"mava_systems.{module.name}")
+            importlib.import_module(f"mava_systems.{module.name}.system")
 
 
 def system_names() -> List[str]:

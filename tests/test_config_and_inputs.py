@@ -11,7 +11,7 @@ import sonnet as snt
 import tensorflow as tf
 
 import wrappers
-from mava_systems import madqn
+from mava_systems import madqn, registry
 from mava_systems.madqn import MADQNConfig
 
 RANGED_FIELDS = [field for field in dataclasses.fields(MADQNConfig) if "low" in field.metadata]
@@ -95,6 +95,19 @@ def test_every_ranged_field_is_covered():
         assert outside_values(field), field.name  # Every ranged field has at least one bound.
         # And the default lies in its range.
         getattr(MADQNConfig(), field.name)
+
+
+def test_every_field_of_every_shipped_config_has_help_text():
+    """Each field's `doc` is its command-line flag's help (`launch.define_config_flags`)."""
+    registry.load_builtin_systems()
+    config_classes = {registry.system_class(name).config_class
+                      for name in registry.system_names()}
+    assert MADQNConfig in config_classes and len(config_classes) >= 10
+    undocumented = sorted(f"{config_class.__name__}.{field.name}"
+                          for config_class in config_classes
+                          for field in dataclasses.fields(config_class)
+                          if not field.metadata.get("doc", "").strip())
+    assert undocumented == []
 
 
 @pytest.mark.parametrize("field", RANGED_FIELDS, ids=lambda f: f.name)

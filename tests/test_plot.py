@@ -122,3 +122,18 @@ def test_a_directory_without_logs_is_a_clear_error(tmp_path):
     write_evaluator_csv(str(tmp_path / "other"), [(1, 2)], columns=("loss", "trainer_steps"))
     with pytest.raises(ValueError, match="no column executor_steps, evaluation_return"):
         plot.read_learning_curve(str(tmp_path / "other"))
+
+
+def test_labels_name_the_curves_in_order_and_must_match_the_runs(tmp_path, capsys):
+    run_dirs = []
+    for index in range(2):
+        run_dir = str(tmp_path / f"seed_{index}" / "seed_0")  # Two runs of one name.
+        write_evaluator_csv(run_dir, rising_returns(10, 100))
+        run_dirs.append(run_dir)
+    out = str(tmp_path / "curves.png")
+    assert plot.main([*run_dirs, "--out", out, "--labels", "QMIX, VDN"]) == 0
+    printed = capsys.readouterr().out
+    assert "QMIX: 10 evaluations" in printed and "VDN: 10 evaluations" in printed
+    with pytest.raises(SystemExit):
+        plot.main([*run_dirs, "--out", out, "--labels", "QMIX"])
+    assert "--labels must give 2 non-empty labels" in capsys.readouterr().err

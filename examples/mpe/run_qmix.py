@@ -7,9 +7,14 @@ Every QMIXConfig field is a flag too (e.g. --team_reward=sum --mixing_embed_dim=
 any registered cooperative environment (e.g. debug/two_step_v0).
 """
 
-from absl import app
+from mava_systems import console
 
-from mava_systems import launch, qmix
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
+
+from mava_systems import launch, qmix  # noqa: E402
 
 # MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why), and
 # QMIX's own: MPE's states (positions) have no bound, and hypernetworks reading them raw

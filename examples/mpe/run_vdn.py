@@ -7,9 +7,14 @@ Every VDNConfig field is a flag too (e.g. --team_reward=sum); `--env` takes
 any registered cooperative environment (e.g. debug/two_step_v0).
 """
 
-from absl import app
+from mava_systems import console
 
-from mava_systems import launch, vdn
+if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
+    console.quiet_terminal()
+
+from absl import app  # noqa: E402  (after the line above)
+
+from mava_systems import launch, vdn  # noqa: E402
 
 # MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why).
 MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}

@@ -1,8 +1,13 @@
 """DMPO: distributional maximum a posteriori policy optimisation, on the shared components."""
 
-from mava_systems.dmpo.builder import DMPOBuilder
-from mava_systems.dmpo.config import DMPOConfig
-from mava_systems.dmpo.execution import DMPOExecutor
-from mava_systems.dmpo.networks import DMPONetworks, make_default_networks, make_networks
-from mava_systems.dmpo.system import DMPO
-from mava_systems.dmpo.training import DMPOTrainer
+from mava_systems.lazy import lazy_exports
+
+# Imported when first read (see `mava_systems.lazy`): the config without TensorFlow.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "builder": ["DMPOBuilder"],
+    "config": ["DMPOConfig"],
+    "execution": ["DMPOExecutor"],
+    "networks": ["DMPONetworks", "make_default_networks", "make_networks"],
+    "system": ["DMPO"],
+    "training": ["DMPOTrainer"],
+})

@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import UniformReplayConfig, bounded, check_sizes, check_support
+from mava_systems.config import (SHARED_WEIGHTS_DOC, UniformReplayConfig, bounded, check_sizes,
+                                  check_support, documented, sizes_doc)
 
 
 @dataclasses.dataclass
@@ -33,9 +34,9 @@ class DMPOConfig(UniformReplayConfig):
     num_atoms: int = bounded(51, 2, doc="Atoms of the critic's distribution.")
     init_scale: float = bounded(0.7, 0.0, low_inclusive=False,
                                 doc="Initial standard deviation of the policy.")
-    shared_weights: bool = True
-    policy_hidden_sizes: Tuple[int, ...] = (256, 256)
-    critic_hidden_sizes: Tuple[int, ...] = (256, 256)
+    shared_weights: bool = documented(True, SHARED_WEIGHTS_DOC)
+    policy_hidden_sizes: Tuple[int, ...] = documented((256, 256), sizes_doc("the policy"))
+    critic_hidden_sizes: Tuple[int, ...] = documented((256, 256), sizes_doc("the critic"))
 
     # Replay: uniform (see `UniformReplayConfig`), with two sampling streams.
     dataset_parallel_calls: int = bounded(2, 1, doc="Parallel Reverb sampling streams.")

@@ -1,4 +1,9 @@
 """DQN: the single-agent specialisation of MADQN."""
 
-from mava_systems.dqn.config import DQNConfig
-from mava_systems.dqn.system import DQN
+from mava_systems.lazy import lazy_exports
+
+# Imported when first read (see `mava_systems.lazy`): the config without TensorFlow.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "config": ["DQNConfig"],
+    "system": ["DQN"],
+})

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from mava_systems.config import redefault
 from mava_systems.madqn.config import MADQNConfig
 
 
@@ -9,4 +10,4 @@ from mava_systems.madqn.config import MADQNConfig
 class DQNConfig(MADQNConfig):
     """Every DQN hyper-parameter (see `MADQNConfig`); replay is prioritised by default."""
 
-    prioritized_replay: bool = True
+    prioritized_replay: bool = redefault(MADQNConfig, "prioritized_replay", True)

@@ -9,14 +9,16 @@ See docs/experiments.md.
 """
 
 import argparse
+import datetime
 import shlex
 import sys
 from typing import List, Optional, Sequence
 
+from mava_systems import console
+# The rest of the package is imported once the flags are parsed and checked (it imports
+# TensorFlow): `--help` and bad flags are answered without.
+# pylint: disable=import-outside-toplevel
 from mava_systems.experiment import grid as grid_lib
-from mava_systems.experiment import report as report_lib
-from mava_systems.experiment import results as results_lib
-from mava_systems.experiment import scheduling, statistics
 import wrappers
 
 INTERRUPTED_EXIT_CODE = 130
@@ -58,6 +60,8 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _report_parser() -> argparse.ArgumentParser:
+    from mava_systems.experiment import results as results_lib
+    from mava_systems.experiment import statistics
     parser = argparse.ArgumentParser(
         prog="python -m mava_systems.experiment report",
         description="Robust statistics, figures, a Markdown summary and marl-eval JSON of a "
@@ -71,63 +75,82 @@ def _report_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_main(argv: Sequence[str]) -> int:
+def _quiet(quiet: bool) -> None:
+    """With `quiet`, the libraries' output (TensorFlow's start-up lines, Gym's notice) goes to a
+    log from here on (see `console.quiet_terminal`); what we print goes to the terminal."""
+    if quiet:
+        console.quiet_terminal()
+
+
+def run_main(argv: Sequence[str], quiet: bool = False) -> int:
     """Checks the grid, then runs its unfinished runs."""
     parser = _run_parser()
     args = parser.parse_args(argv)
+    _quiet(quiet)
+    say = console.terminal()
     try:
         if args.parallel < 1:
             raise ValueError(f"--parallel must be >= 1, got {args.parallel}")
         for module in args.env_module:
             wrappers.import_registration(module)
+        environments = grid_lib.parse_environments(args.envs)  # (Before the systems' import.)
         entries = grid_lib.parse_entries(args.systems)
-        grid = grid_lib.Grid(entries, grid_lib.parse_environments(args.envs), args.seeds,
+        grid = grid_lib.Grid(entries, environments, args.seeds,
                              args.max_executor_steps,
                              grid_lib.parse_overrides(args.overrides, entries))
         moved_to = grid_lib.prepare_out(grid, args.out, args.start_fresh)
     except ValueError as error:
         parser.exit(2, f"error: {error}\n")
+    from mava_systems.experiment import scheduling
+    console.attach_run_dir(args.out, f"==== {datetime.datetime.now():%Y-%m-%d %H:%M:%S} "
+                                     f"{shlex.join(sys.argv)}\n")
     if moved_to:
-        print(f"Moved the previous experiment in {args.out} to {moved_to}", flush=True)
+        print(f"Moved the previous experiment in {args.out} to {moved_to}", file=say, flush=True)
     try:
         outcome = scheduling.run_grid(grid, args.out, args.parallel, args.launch_type,
                                       args.progress_interval_s,
-                                      [f"--env_module={module}" for module in args.env_module])
+                                      [f"--env_module={module}" for module in args.env_module],
+                                      stream=say)
     except scheduling.Interrupted as signal_name:
-        print(f"Stopped by {signal_name}; run the same command again to resume.", flush=True)
+        print(f"Stopped by {signal_name}; run the same command again to resume.", file=say,
+              flush=True)
         return INTERRUPTED_EXIT_CODE
     if outcome.failed:
         print(f"{len(outcome.failed)} run(s) failed:\n  " + "\n  ".join(outcome.failed),
-              flush=True)
+              file=say, flush=True)
         return 1
     print(f"All {len(grid.runs(args.out))} runs finished. Report: python -m "
-          f"mava_systems.experiment report {shlex.quote(args.out)}", flush=True)
+          f"mava_systems.experiment report {shlex.quote(args.out)}", file=say, flush=True)
     return 0
 
 
-def report_main(argv: Sequence[str]) -> int:
+def report_main(argv: Sequence[str], quiet: bool = False) -> int:
     """Writes the report of a finished grid."""
     parser = _report_parser()
     args = parser.parse_args(argv)
+    _quiet(quiet)
     if args.points < 1 or args.reps < 1:
         parser.exit(2, "error: --points and --reps must be >= 1\n")
     report_dir = args.out or f"{args.experiment.rstrip('/')}/report"
+    from mava_systems.experiment import report as report_lib
     try:
         files = report_lib.write_report(args.experiment, report_dir, args.points, args.reps)
     except ValueError as error:
         parser.exit(2, f"error: {error}\n")
     for kind, path in files.items():
-        print(f"{kind}: {path}")
+        print(f"{kind}: {path}", file=console.terminal())
     return 0
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """Dispatches to `report` or to running a grid."""
+def main(argv: Optional[List[str]] = None, quiet: bool = False) -> int:
+    """Dispatches to `report` or to running a grid; with `quiet` (the command line), once the
+    flags are parsed the libraries' output goes to the experiment's output.log (dropped if it
+    stops before)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:
-        return report_main(argv[1:])
-    return run_main(argv)
+        return report_main(argv[1:], quiet)
+    return run_main(argv, quiet)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(quiet=True))

@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import RunConfig, bounded, check_sizes, validate
+from mava_systems.config import (SHARED_WEIGHTS_DOC, RunConfig, bounded, check_sizes, documented,
+                                  sizes_doc, validate)
 
 
 @dataclasses.dataclass
@@ -21,8 +22,8 @@ class IMPALAConfig(RunConfig):
     baseline_cost: float = bounded(0.5, 0.0, doc="Weight of the value (baseline) loss.")
     max_abs_reward: Optional[float] = bounded(None, 0.0, low_inclusive=False, optional=True,
                                               doc="Rewards are clipped to +-this (None: no clip).")
-    shared_weights: bool = True
-    hidden_sizes: Tuple[int, ...] = (64, 64)
+    shared_weights: bool = documented(True, SHARED_WEIGHTS_DOC)
+    hidden_sizes: Tuple[int, ...] = documented((64, 64), sizes_doc("the policy and value network"))
 
     # The queue of sequences between actors and learner.
     max_queue_size: int = bounded(1000, 1, doc="Sequences the queue holds before actors wait.")

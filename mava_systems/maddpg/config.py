@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from mava_systems.config import (MultiAgentConfig, UniformReplayConfig, bounded, check_sizes,
-                                 check_support)
+                                 check_support, documented, sizes_doc)
 
 # What each agent's critic sees besides its own index (see `maddpg.networks.CriticInputs`).
 CRITIC_ARCHITECTURES = ("decentralised", "centralised", "state")
@@ -20,10 +20,11 @@ class MADDPGConfig(MultiAgentConfig, UniformReplayConfig):
     config (what every multi-agent system shares from `MultiAgentConfig`, the uniform replay's
     fields from `UniformReplayConfig`)."""
 
-    # Critic architecture: "decentralised" (the agent's own observation and action),
-    # "centralised" (every agent's observation and action, in the environment's agent order)
-    # or "state" (the environment's global state and every agent's action).
-    critic: str = "centralised"
+    critic: str = documented(
+        "centralised", "The critic's inputs besides the agent's index: decentralised (the "
+                       "agent's own observation and action), centralised (every agent's "
+                       "observation and action, in the environment's agent order) or state "
+                       "(the environment's global state and every agent's action).")
 
     # Learning.
     n_step: int = bounded(5, 1, doc="Steps per n-step transition.")
@@ -41,9 +42,11 @@ class MADDPGConfig(MultiAgentConfig, UniformReplayConfig):
         None, 0.0, 1.0, low_inclusive=False, optional=True,
         doc="Polyak averaging: targets move this fraction towards the online networks every "
             "trainer step (None: copied every target_update_period steps).")
-    policy_hidden_sizes: Tuple[int, ...] = (256, 256, 256)
-    critic_hidden_sizes: Tuple[int, ...] = (512, 512, 256)
-    jit_compile: bool = dataclasses.field(default=True, metadata={"doc": MADDPG_JIT_COMPILE_DOC})
+    policy_hidden_sizes: Tuple[int, ...] = documented((256, 256, 256),
+                                                      sizes_doc("each agent's policy"))
+    critic_hidden_sizes: Tuple[int, ...] = documented((512, 512, 256),
+                                                      sizes_doc("each agent's critic"))
+    jit_compile: bool = documented(True, MADDPG_JIT_COMPILE_DOC)
 
     # Exploration: Gaussian noise on the policy's action, as a fraction of half the action
     # range, then clipped to the bounds. Executors' noise scales spread log-uniformly from

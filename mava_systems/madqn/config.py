@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import MultiAgentConfig, bounded, check_sizes, validate
+from mava_systems.config import (MultiAgentConfig, bounded, check_sizes, documented, redefault,
+                                  sizes_doc, validate)
 
 
 @dataclasses.dataclass
@@ -22,8 +23,8 @@ class MADQNConfig(MultiAgentConfig):
         1.0, 0.0, low_inclusive=False, optional=True,
         doc="TD errors beyond this get a linear (Huber) loss (None: squared error).")
     # Independent learners see no agent ID by default (see `MultiAgentConfig.agent_ids`).
-    agent_ids: bool = False
-    hidden_sizes: Tuple[int, ...] = (64, 64)
+    agent_ids: bool = redefault(MultiAgentConfig, "agent_ids", False)
+    hidden_sizes: Tuple[int, ...] = documented((64, 64), sizes_doc("each agent's Q-network"))
 
     # Recurrent agents (see docs/architecture.md, "Recurrent agents"): with `recurrent`, each
     # agent is `hidden_sizes[0]`-wide ReLU input layer(s) (all of `hidden_sizes`), a GRU of
@@ -32,7 +33,9 @@ class MADQNConfig(MultiAgentConfig):
     # sequences that start an episode, whose state is exact). Replay sizes then count steps
     # (held in sequences of `sequence_period` new steps) and `sequence_batch_size` sequences
     # make a batch.
-    recurrent: bool = False
+    recurrent: bool = documented(
+        False, "Recurrent (GRU) agents trained on stored sequences (docs/architecture.md, "
+               "Recurrent agents); replay sizes then count steps.")
     rnn_hidden_size: int = bounded(64, 1, doc="GRU units of the recurrent agent.")
     sequence_length: int = bounded(20, 2, doc="Steps per stored sequence (recurrent agents).")
     burn_in_length: int = bounded(4, 0, doc="Steps of each sequence only replayed to warm up "
@@ -49,7 +52,8 @@ class MADQNConfig(MultiAgentConfig):
     samples_per_insert: Optional[float] = bounded(
         32.0, 0.0, low_inclusive=False, optional=True,
         doc="Sampled transitions per inserted one (None: no rate limit).")
-    prioritized_replay: bool = False
+    prioritized_replay: bool = documented(
+        False, "Sample replay by priority (TD error ** priority_exponent) instead of uniformly.")
     priority_exponent: float = bounded(0.6, 0.0, 1.0, doc="Prioritised sampling exponent.")
     importance_sampling_exponent: float = bounded(0.2, 0.0, 1.0,
                                                   doc="Importance weight exponent.")

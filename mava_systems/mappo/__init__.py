@@ -1,10 +1,13 @@
 """MAPPO and IPPO: multi-agent PPO with a centralised or decentralised critic."""
 
-from mava_systems.mappo.builder import MAPPOBuilder
-from mava_systems.mappo.config import MAPPOConfig
-from mava_systems.mappo.execution import MAPPOExecutor, RecurrentMAPPOExecutor
-from mava_systems.mappo.networks import (MAPPONetworks, make_mlp_networks, make_networks,
-                                         make_recurrent_networks)
-from mava_systems.mappo.system import IPPO, MAPPO
-from mava_systems.mappo.training import (MAPPOTrainer, RecurrentMAPPOTrainer,
-                                         generalized_advantages)
+from mava_systems.lazy import lazy_exports
+
+# Imported when first read (see `mava_systems.lazy`): the config without TensorFlow.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "builder": ["MAPPOBuilder"],
+    "config": ["MAPPOConfig"],
+    "execution": ["MAPPOExecutor", "RecurrentMAPPOExecutor"],
+    "networks": ["MAPPONetworks", "make_mlp_networks", "make_networks", "make_recurrent_networks"],
+    "system": ["IPPO", "MAPPO"],
+    "training": ["MAPPOTrainer", "RecurrentMAPPOTrainer", "generalized_advantages"],
+})

@@ -3,7 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import MultiAgentConfig, bounded, check_sizes, validate
+from mava_systems.config import (MultiAgentConfig, bounded, check_sizes, documented, redefault,
+                                  sizes_doc, validate)
 
 CRITICS = ("centralised", "decentralised")
 
@@ -19,7 +20,9 @@ class MAPPOConfig(MultiAgentConfig):
     """
 
     # PPO.
-    critic: str = "centralised"  # "centralised" (MAPPO: global state) or "decentralised" (IPPO).
+    critic: str = documented("centralised", "centralised (MAPPO: the critic reads the global "
+                                            "state) or decentralised (IPPO: the agent's own "
+                                            "observation).")
     gae_lambda: float = bounded(0.95, 0.0, 1.0, doc="GAE lambda (0: one-step TD, 1: Monte Carlo).")
     clip_epsilon: float = bounded(0.2, 0.0, low_inclusive=False,
                                   doc="Policy ratios are clipped to [1 - this, 1 + this].")
@@ -28,22 +31,25 @@ class MAPPOConfig(MultiAgentConfig):
         doc="Value updates are clipped to +-this around the old value (None: no clipping).")
     num_epochs: int = bounded(4, 1, doc="Passes over each batch of sequences.")
     num_minibatches: int = bounded(2, 1, doc="Minibatches each batch is split into per epoch.")
-    normalize_advantages: bool = True
-    normalize_values: bool = True  # Value targets standardised by running statistics.
-    separate_optimizers: bool = True  # One Adam for the policy, one for the critic.
+    normalize_advantages: bool = documented(True, "Standardise advantages per minibatch.")
+    normalize_values: bool = documented(
+        True, "Standardise value targets by running statistics.")
+    separate_optimizers: bool = documented(True, "One Adam for the policy, one for the critic "
+                                                 "(else one for both).")
     critic_learning_rate: float = bounded(5e-4, 0.0, low_inclusive=False,
                                           doc="The critic's Adam step size (separate optimizers).")
     max_policy_lag: Optional[int] = bounded(
         None, 0, optional=True,
         doc="Sequences acted on more than this many trainer steps ago are dropped (None: none).")
     init_log_std: float = bounded(-0.5, doc="Initial log standard deviation (continuous actions).")
-    # Agents that share a network get their one-hot index appended to their observation.
-    agent_ids: bool = True
+    agent_ids: bool = redefault(MultiAgentConfig, "agent_ids", True)
 
     # Recurrent policy and critic (see docs/architecture.md, "Recurrent MAPPO"): with
     # `recurrent`, each is `hidden_sizes` ReLU input layer(s), a GRU of `rnn_hidden_size` units
     # and a head, trained on chunks of `chunk_length` steps unrolled from their stored states.
-    recurrent: bool = False
+    recurrent: bool = documented(
+        False, "Recurrent (GRU) policy and critic trained on chunks of chunk_length steps "
+               "(docs/architecture.md, Recurrent MAPPO).")
     rnn_hidden_size: int = bounded(64, 1, doc="GRU units of the recurrent policy and critic.")
     chunk_length: Optional[int] = bounded(
         None, 1, optional=True,
@@ -62,7 +68,7 @@ class MAPPOConfig(MultiAgentConfig):
                                        doc="Global-norm gradient clipping per optimizer.")
     batch_size: int = bounded(16, 1, doc="Sequences per trainer step.")
     sequence_length: int = bounded(21, 2, doc="Steps per sequence, with its bootstrap step.")
-    hidden_sizes: Tuple[int, ...] = (64, 64)
+    hidden_sizes: Tuple[int, ...] = documented((64, 64), sizes_doc("the policy and critic"))
 
     # The queue of sequences between executors and trainer (each is trained on once).
     max_queue_size: int = bounded(64, 1, doc="Sequences the queue holds before executors wait.")

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from mava_systems.config import bounded
+from mava_systems.config import bounded, documented
 from mava_systems.vdn.config import VDNConfig
 
 
@@ -12,6 +12,6 @@ class QMIXConfig(VDNConfig):
 
     mixing_embed_dim: int = bounded(32, 1, doc="Width of the mixing network's hidden layer.")
     hypernet_hidden_size: int = bounded(64, 1, doc="Hidden units of each hypernetwork.")
-    # Layer-normalise the global state before the hypernetworks read it (see `QMixer`): on
-    # states of unbounded size (MPE's positions) it keeps the mixing weights bounded.
-    normalise_mixer_states: bool = False
+    normalise_mixer_states: bool = documented(
+        False, "Layer-normalise the global state before the hypernetworks read it (keeps the "
+               "mixing weights bounded on unbounded states such as MPE's positions).")

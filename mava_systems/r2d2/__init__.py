@@ -1,8 +1,13 @@
 """R2D2: recurrent replay distributed DQN, on the shared components."""
 
-from mava_systems.r2d2.builder import R2D2Builder
-from mava_systems.r2d2.config import R2D2Config
-from mava_systems.r2d2.execution import R2D2Executor
-from mava_systems.r2d2.networks import R2D2Networks, RecurrentQNetwork, make_networks
-from mava_systems.r2d2.system import R2D2
-from mava_systems.r2d2.training import R2D2Trainer
+from mava_systems.lazy import lazy_exports
+
+# Imported when first read (see `mava_systems.lazy`): the config without TensorFlow.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "builder": ["R2D2Builder"],
+    "config": ["R2D2Config"],
+    "execution": ["R2D2Executor"],
+    "networks": ["R2D2Networks", "RecurrentQNetwork", "make_networks"],
+    "system": ["R2D2"],
+    "training": ["R2D2Trainer"],
+})

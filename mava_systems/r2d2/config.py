@@ -4,7 +4,8 @@ import dataclasses
 import numbers
 from typing import Optional, Tuple
 
-from mava_systems.config import RunConfig, bounded, validate
+from mava_systems.config import (SHARED_WEIGHTS_DOC, RunConfig, bounded, documented, sizes_doc,
+                                  validate)
 
 
 @dataclasses.dataclass
@@ -22,8 +23,8 @@ class R2D2Config(RunConfig):
     max_gradient_norm: float = bounded(40.0, 0.0, low_inclusive=False,
                                        doc="Global-norm gradient clipping per network.")
     target_update_period: int = bounded(100, 1, doc="Learner steps between target network copies.")
-    shared_weights: bool = True
-    hidden_sizes: Tuple[int, ...] = (64,)
+    shared_weights: bool = documented(True, SHARED_WEIGHTS_DOC)
+    hidden_sizes: Tuple[int, ...] = documented((64,), sizes_doc("the Q-network's MLP torso"))
     lstm_size: int = bounded(64, 1, doc="LSTM units.")
 
     # Replay of sequences (prioritised).

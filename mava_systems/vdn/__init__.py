@@ -1,7 +1,12 @@
 """VDN: value decomposition networks (team Q = sum of the agents' Q-values) as a MADQN subclass."""
 
-from mava_systems.vdn.builder import VDNBuilder
-from mava_systems.vdn.config import VDNConfig
-from mava_systems.vdn.networks import MixerFactory, SumMixer, build_mixer, make_sum_mixer
-from mava_systems.vdn.system import VDN
-from mava_systems.vdn.training import AgentValues, RecurrentVDNTrainer, VDNTrainer
+from mava_systems.lazy import lazy_exports
+
+# Imported when first read (see `mava_systems.lazy`): the config without TensorFlow.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "builder": ["VDNBuilder"],
+    "config": ["VDNConfig"],
+    "networks": ["MixerFactory", "SumMixer", "build_mixer", "make_sum_mixer"],
+    "system": ["VDN"],
+    "training": ["AgentValues", "RecurrentVDNTrainer", "VDNTrainer"],
+})

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+from mava_systems.config import documented
 from mava_systems.madqn.config import MADQNConfig
 
 TEAM_REWARDS = ("mean", "sum")
@@ -11,9 +12,9 @@ TEAM_REWARDS = ("mean", "sum")
 class VDNConfig(MADQNConfig):
     """Every VDN hyper-parameter: MADQN's, and `team_reward`."""
 
-    # The team's reward at each step: the "mean" or the "sum" of every agent's reward
-    # (an agent that has left the episode counts as 0).
-    team_reward: str = "mean"
+    team_reward: str = documented(
+        "mean", "The team's reward at each step: mean or sum of the agents' rewards (an agent "
+                "that has left the episode counts as 0).")
 
     def __post_init__(self):
         super().__post_init__()
