@@ -3,7 +3,7 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import bounded
+from mava_systems.config import bounded, redefault
 from mava_systems.maddpg.config import MADDPGConfig
 
 
@@ -24,8 +24,10 @@ class MASACConfig(MADDPGConfig):
         0.005, 0.0, 1.0, low_inclusive=False, optional=True,
         doc="Polyak averaging: target critics move this fraction towards the online critics "
             "every trainer step (None: copied every target_update_period steps).")
-    policy_hidden_sizes: Tuple[int, ...] = (256, 256)
-    critic_hidden_sizes: Tuple[int, ...] = (256, 256)
+    policy_hidden_sizes: Tuple[int, ...] = redefault(MADDPGConfig, "policy_hidden_sizes",
+                                                     (256, 256))
+    critic_hidden_sizes: Tuple[int, ...] = redefault(MADDPGConfig, "critic_hidden_sizes",
+                                                     (256, 256))
     noise_scale: float = bounded(1.0, 0.0, 1.0, doc="Largest executor's multiplier of the "
                                                     "policies' standard deviations.")
     min_noise_scale: float = bounded(1.0, 0.0, 1.0, low_inclusive=False,
@@ -47,7 +49,7 @@ class ISACConfig(MASACConfig):
     """MASAC's hyper-parameters with decentralised critics (each agent's own observation and
     action), which ISAC requires."""
 
-    critic: str = "decentralised"
+    critic: str = redefault(MASACConfig, "critic", "decentralised")
 
     def __post_init__(self):
         super().__post_init__()
