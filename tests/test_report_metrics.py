@@ -18,8 +18,12 @@ STEPS = 1000
 
 
 def write_run(run_dir, steps, returns, final_returns):
-    """A finished run's evaluator log (a round per step) and final evaluation."""
+    """A finished run evaluated by steps: its config, evaluator log (a round per step) and final
+    evaluation."""
     os.makedirs(os.path.join(run_dir, "logs", "evaluator"))
+    with open(os.path.join(run_dir, "config.json"), "w") as config:
+        json.dump({"config": {"evaluation_every_steps": 200, "evaluation_interval_s": None}},
+                  config)
     with open(os.path.join(run_dir, "logs", "evaluator", "logs.csv"), "w", newline="") as log:
         writer = csv.DictWriter(log, ["executor_steps", "evaluation_return",
                                       "evaluation_return_std", "final"])

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from mava_systems import plot
+from mava_systems.components import run_directory
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import run_one
 
@@ -90,9 +91,20 @@ def read_run(run: grid_lib.Run, points: np.ndarray,
                      float(np.mean(curve.returns)), resampled)
 
 
+def evaluated_by_steps(run: grid_lib.Run) -> bool:
+    """Whether `run` was launched with evaluation by steps (its config.json has no
+    `evaluation_interval_s`); runs made before that schedule existed were evaluated on the clock."""
+    path = os.path.join(run.run_dir, run_directory.CONFIG_FILE)
+    if not os.path.exists(path):
+        return False
+    with open(path) as config_file:
+        config = json.load(config_file).get("config", {})
+    return "evaluation_every_steps" in config and config.get("evaluation_interval_s") is None
+
+
 def common_steps(curves: List[plot.LearningCurve]) -> Optional[np.ndarray]:
     """The steps every curve has a round at, if they hold at least half of each curve's rounds
-    and two or more (runs evaluated by steps); else None (runs evaluated on the clock)."""
+    and two or more; else None."""
     common = set(curves[0].steps.tolist())
     for curve in curves[1:]:
         common &= set(curve.steps.tolist())
@@ -107,7 +119,9 @@ def read_results(out: str, points: int = DEFAULT_POINTS) -> List[RunResult]:
     grid = grid_lib.read_grid(out)
     runs = grid.runs(out)
     curves = [read_curve(run) for run in runs]
-    steps = common_steps(curves)
+    # Clock-evaluated rounds can share a few steps by chance: only runs evaluated by steps are
+    # read at their rounds.
+    steps = common_steps(curves) if all(evaluated_by_steps(run) for run in runs) else None
     if steps is None:
         at = step_points(grid.max_executor_steps, points)
         return [read_run(run, at, curve) for run, curve in zip(runs, curves)]
