@@ -52,7 +52,6 @@ def main() -> None:
     import reverb
 
     from mava_systems.components.environment_loop import EnvironmentLoop
-    from mava_systems.components.exploration import ConstantEpsilon
     from mava_systems.components.replay_checkpointing import (latest_replay_checkpoint,
                                                               save_replay,
                                                               start_restored_server)
@@ -68,8 +67,7 @@ def main() -> None:
         server, _ = start_restored_server(system.replay, run_dir)
         client = reverb.Client(f"localhost:{server.port}")
         recorder = RecordingAdder()
-        executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0),
-                                         adder=recorder, seed=args.seed)
+        executor = common.acting_executor(system, 1.0, adder=recorder, seed=args.seed)
         loop = EnvironmentLoop(system.environment_factory(evaluation=False, seed=args.seed),
                                executor)
         for _ in range(100):

@@ -312,6 +312,22 @@ def local_madqn(label: str, system_name: str = "madqn", keep_items: bool = False
     return system, server, reverb.Client(f"localhost:{server.port}")
 
 
+def exploration_arguments(system: Any, epsilon: float) -> Dict[str, Any]:
+    """`system`'s builder's exploration arguments of `make_executor`: a constant `epsilon` (or
+    noise scale) for systems that explore by a schedule, none for the others (MAPPO samples)."""
+    from mava_systems.components.exploration import ConstantEpsilon
+
+    return ({"exploration_schedule": ConstantEpsilon(epsilon)}
+            if getattr(system, "explores_by_schedule", False) else {})
+
+
+def acting_executor(system: Any, epsilon: float, adder: Any = None, seed: int = 0) -> Any:
+    """An acting executor of `system`'s builder, exploring as `exploration_arguments` says."""
+    builder = system.builder
+    return builder.make_executor(builder.make_networks(), adder=adder, seed=seed,
+                                 **exploration_arguments(system, epsilon))
+
+
 def system_names(text: str) -> List[str]:
     """"vdn,qmix" -> ["vdn", "qmix"] ("" -> []).
 

@@ -136,7 +136,6 @@ def main() -> None:
 
     from mava_systems.components.environment_loop import EnvironmentLoop
     from mava_systems.components.random_policy import RandomExecutor
-    from mava_systems.components.exploration import ConstantEpsilon
     from mava_systems.components.logging import make_logger
 
     # Nothing samples here, so a samples-per-insert limiter would block inserts: none is set.
@@ -152,10 +151,9 @@ def main() -> None:
 
     def make_executor_loop(with_replay: bool, with_logging: bool = False,
                            system: Any = system, client: Any = client) -> Callable[[], int]:
-        builder = system.builder
-        executor = builder.make_executor(
-            builder.make_networks(), ConstantEpsilon(args.epsilon),
-            adder=builder.make_adder(client) if with_replay else None, seed=args.seed)
+        executor = common.acting_executor(
+            system, args.epsilon, adder=system.builder.make_adder(client) if with_replay else None,
+            seed=args.seed)
         acting[system.system_name + (" recurrent" if getattr(
             system.config, "recurrent", False) else "")] = ("NumPy" if getattr(executor, "acts_in_numpy", False)
                                       else "TensorFlow")
@@ -175,7 +173,8 @@ def main() -> None:
                                     client: Any = client) -> Callable[[], int]:
         seeds = environment_seeds(args.seed, 0, num_envs, 0, 1)
         executor = system.multi_environment_executor(
-            system.builder.make_networks(), ConstantEpsilon(args.epsilon), client, None, seeds)
+            system.builder.make_networks(), common.exploration_arguments(system, args.epsilon),
+            client, None, seeds)
         loop = MultiEnvironmentLoop(
             [system.environment_factory(evaluation=False, seed=seed) for seed in seeds], executor)
         return lambda: sum(loop.step() for _ in range(ENVS_ITERATIONS))

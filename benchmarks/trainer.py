@@ -72,12 +72,10 @@ def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
     """Writes at least `steps` joint steps of random play (and `min_replay_size` items) to
     replay through the system's adder; returns the replay's size."""
     from mava_systems.components.environment_loop import EnvironmentLoop
-    from mava_systems.components.exploration import ConstantEpsilon
 
     builder = system.builder
     adder = builder.make_adder(client)
-    executor = builder.make_executor(builder.make_networks(), ConstantEpsilon(1.0), adder=adder,
-                                     seed=seed)
+    executor = common.acting_executor(system, 1.0, adder=adder, seed=seed)
     loop = EnvironmentLoop(system.environment_factory(evaluation=False, seed=seed), executor)
     # Enough items for a batch too: a queue's items are sequences of many steps.
     items = max(getattr(system.config, "min_replay_size", 0), system.config.batch_size)
