@@ -1,2 +1,0 @@
-export RAY_enable_worker_prestart=0 RAY_prestart_worker_first_driver=0 RAY_num_server_call_thread=1 RAY_idle_worker_killing_time_threshold_ms=1000
-exec "$@"
