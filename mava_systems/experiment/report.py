@@ -86,7 +86,7 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
     labels = [entry.label for entry in grid.entries]
     scores = results_lib.score_matrices(run_results, environments)
     curves = results_lib.curve_tensors(run_results, environments)
-    averages = average_matrices(run_results, environments)
+    averages = results_lib.average_matrices(run_results, environments)
     random_scores = results_lib.random_policy_scores(
         environments, random_episodes, cache=os.path.join(out, RANDOM_SCORES_FILE))
     best_scores = {name: float(max(max(scores[label][:, index].max(),
@@ -142,18 +142,6 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
                     rounds, min(len(result.final_returns) for result in run_results),
                     paper, maximum_steps, run_results[0].resampled, normaliser)
     return report, run_results, scaled_scores
-
-
-def average_matrices(results: List[results_lib.RunResult], environments: List[str]
-                     ) -> Dict[str, np.ndarray]:
-    """Per label, each run's mean over all its evaluations as a (seeds, environments) matrix."""
-    labels = list(dict.fromkeys(result.run.entry.label for result in results))
-    seeds = max(result.run.seed for result in results) + 1
-    matrices = {label: np.full((seeds, len(environments)), np.nan) for label in labels}
-    for result in results:
-        matrices[result.run.entry.label][
-            result.run.seed, environments.index(result.run.environment)] = result.average_return
-    return matrices
 
 
 def _interval_text(interval: Interval, digits: int = 3, seeds: Optional[int] = None) -> str:

@@ -12,7 +12,7 @@ step limit: the value at a point is the latest round logged at or before it
 import dataclasses
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -160,28 +160,40 @@ def write_marl_eval_json(results: List[RunResult], path: str) -> str:
     return path
 
 
+def run_arrays(results: List[RunResult], environments: List[str],
+               value: Callable[[RunResult], Union[float, np.ndarray]],
+               shape: Tuple[int, ...] = ()) -> Dict[str, np.ndarray]:
+    """Per label, `value(run)` of each of its runs in a (seeds, environments) + `shape` array.
+
+    A run's value sits at its seed's row and its environment's column; a seed or an
+    environment a label has no run of stays NaN.
+    """
+    labels = list(dict.fromkeys(result.run.entry.label for result in results))
+    seeds = max(result.run.seed for result in results) + 1
+    arrays = {label: np.full((seeds, len(environments)) + tuple(shape), np.nan)
+              for label in labels}
+    for result in results:
+        arrays[result.run.entry.label][
+            result.run.seed, environments.index(result.run.environment)] = value(result)
+    return arrays
+
+
 def score_matrices(results: List[RunResult], environments: List[str]
                    ) -> Dict[str, np.ndarray]:
     """Per label, its final scores as a (seeds, environments) matrix."""
-    labels = list(dict.fromkeys(result.run.entry.label for result in results))
-    seeds = max(result.run.seed for result in results) + 1
-    matrices = {label: np.full((seeds, len(environments)), np.nan) for label in labels}
-    for result in results:
-        matrices[result.run.entry.label][
-            result.run.seed, environments.index(result.run.environment)] = result.score
-    return matrices
+    return run_arrays(results, environments, lambda result: result.score)
+
+
+def average_matrices(results: List[RunResult], environments: List[str]
+                     ) -> Dict[str, np.ndarray]:
+    """Per label, each run's mean over all its evaluations as a (seeds, environments) matrix."""
+    return run_arrays(results, environments, lambda result: result.average_return)
 
 
 def curve_tensors(results: List[RunResult], environments: List[str]) -> Dict[str, np.ndarray]:
     """Per label, its returns at the step points as a (seeds, environments, points) array."""
-    labels = list(dict.fromkeys(result.run.entry.label for result in results))
-    seeds = max(result.run.seed for result in results) + 1
-    points = len(results[0].steps)
-    tensors = {label: np.full((seeds, len(environments), points), np.nan) for label in labels}
-    for result in results:
-        tensors[result.run.entry.label][
-            result.run.seed, environments.index(result.run.environment)] = result.returns
-    return tensors
+    return run_arrays(results, environments, lambda result: result.returns,
+                      shape=(len(results[0].steps),))
 
 
 def random_policy_scores(environments: List[str], episodes: int = 100, seed: int = 0,
