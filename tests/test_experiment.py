@@ -169,6 +169,29 @@ def test_marl_eval_data_has_the_documented_layout():
     assert [result.score for result in run_results] == [-1.0, -1.5]
 
 
+
+def test_run_arrays_put_each_runs_value_at_its_seed_and_environment_and_leave_gaps_nan():
+    fast, slow = grid_lib.Entry("fast", "madqn"), grid_lib.Entry("slow", "vdn")
+    other = "debug/two_step_v0"
+    run_results = [
+        results.RunResult(grid_lib.Run(entry, environment, seed, "/runs"), np.array([5, 10]),
+                          np.array([seed, 10.0 * seed + index]), [], 2, average_return=seed + 0.5)
+        for index, (entry, environment, seed) in enumerate(
+            [(fast, ENV, 0), (fast, other, 1), (slow, ENV, 1)])]
+    environments = [ENV, other]
+    scores = results.score_matrices(run_results, environments)
+    np.testing.assert_array_equal(scores["fast"], [[0.0, np.nan], [np.nan, 11.0]])
+    np.testing.assert_array_equal(scores["slow"], [[np.nan, np.nan], [12.0, np.nan]])
+    averages = results.average_matrices(run_results, environments)
+    np.testing.assert_array_equal(averages["fast"], [[0.5, np.nan], [np.nan, 1.5]])
+    curves = results.curve_tensors(run_results, environments)
+    assert curves["slow"].shape == (2, 2, 2)
+    np.testing.assert_array_equal(curves["slow"][1, 0], [1.0, 12.0])
+    assert np.isnan(curves["slow"][0]).all()
+    steps = results.run_arrays(run_results, environments, lambda result: result.run.seed * 2)
+    np.testing.assert_array_equal(steps["fast"], [[0.0, np.nan], [np.nan, 2.0]])
+
+
 # ---- a tiny grid end to end ----
 
 def _experiment(out, *extra, steps=STEPS, **popen):
