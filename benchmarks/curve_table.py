@@ -118,7 +118,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"{row.low:,}-{row.high:,} | {row.rounds} | {row.mean:.1f} | "
               f"{row.best:.1f}")
     if args.plot:
-        print(f"figure: {draw(curve, returns, args.reference, args.title or curve.label, args.plot)}")
+        title = args.title or curve.label
+        print(f"figure: {draw(curve, returns, args.reference, title, args.plot)}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The measuring tools promoted from one-off probes: benchmarks.curve_table and benchmarks.threads."""
+"""The tools promoted from one-off probes: benchmarks.curve_table and benchmarks.threads."""
 
 import argparse
 import os
