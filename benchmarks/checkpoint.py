@@ -51,8 +51,8 @@ def main() -> None:
 
     import reverb
 
-    from mava_systems.components.environment_loop import EnvironmentLoop
-    from mava_systems.components.replay_checkpointing import (latest_replay_checkpoint,
+    from mava_systems.acting.environment_loop import EnvironmentLoop
+    from mava_systems.runs.replay_checkpointing import (latest_replay_checkpoint,
                                                               save_replay,
                                                               start_restored_server)
     from mava_systems.madqn.builder import REPLAY_TABLE

@@ -239,7 +239,7 @@ def prepare_in_process(tf_threads: int) -> None:
     lets library code that reads absl flags (Launchpad, Reverb logging) run outside `app.run`."""
     from absl import flags
 
-    from mava_systems import launch  # pylint: disable=import-outside-toplevel
+    from mava_systems.launching import launch  # pylint: disable=import-outside-toplevel
 
     launch.configure_tensorflow_threads(tf_threads)
     if not flags.FLAGS.is_parsed():
@@ -315,7 +315,7 @@ def local_madqn(label: str, system_name: str = "madqn", keep_items: bool = False
 def exploration_arguments(system: Any, epsilon: float) -> Dict[str, Any]:
     """`system`'s builder's exploration arguments of `make_executor`: a constant `epsilon` (or
     noise scale) for systems that explore by a schedule, none for the others (MAPPO samples)."""
-    from mava_systems.components.exploration import ConstantEpsilon
+    from mava_systems.acting.exploration import ConstantEpsilon
 
     return ({"exploration_schedule": ConstantEpsilon(epsilon)}
             if getattr(system, "explores_by_schedule", False) else {})
@@ -483,7 +483,7 @@ class ProcessTree:
         (`node_processes.NODE_NAME_ENV`); the `sed` that prefixes a node's output
         lines inherits nothing of it and is not a node.
         """
-        from mava_systems.node_processes import NODE_NAME_ENV  # pylint: disable=import-outside-toplevel
+        from mava_systems.launching.node_processes import NODE_NAME_ENV  # pylint: disable=import-outside-toplevel
 
         try:
             command = process.cmdline()

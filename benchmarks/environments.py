@@ -59,7 +59,7 @@ def bare_stepper(name: str) -> Callable[[], int]:
 
 def wrapped_stepper(name: str) -> Callable[[], int]:
     """Steps the wrapped environment with random legal actions, reading the global state."""
-    from mava_systems.components.random_policy import RandomExecutor  # pylint: disable=import-outside-toplevel
+    from mava_systems.acting.random_policy import RandomExecutor  # pylint: disable=import-outside-toplevel
     import wrappers  # pylint: disable=import-outside-toplevel
 
     env = wrappers.make_environment_factory(name)(seed=0)
@@ -83,7 +83,7 @@ def main() -> None:
                         help="wall: steps per second of wall time (default); cpu: per second of this "
                              "process's CPU time (steadier on a machine busy with other work)")
     args = common.check_args(parser.parse_args())
-    from mava_systems.components.random_policy import random_policy_return  # pylint: disable=import-outside-toplevel
+    from mava_systems.acting.random_policy import random_policy_return  # pylint: disable=import-outside-toplevel
     import wrappers  # pylint: disable=import-outside-toplevel
 
     figures: Dict[str, Any] = {}

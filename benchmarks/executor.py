@@ -134,9 +134,9 @@ def main() -> None:
 
     from acme.utils import counting
 
-    from mava_systems.components.environment_loop import EnvironmentLoop
-    from mava_systems.components.random_policy import RandomExecutor
-    from mava_systems.components.logging import make_logger
+    from mava_systems.acting.environment_loop import EnvironmentLoop
+    from mava_systems.acting.random_policy import RandomExecutor
+    from mava_systems.runs.logging import make_logger
 
     # Nothing samples here, so a samples-per-insert limiter would block inserts: none is set.
     system, server, client = common.local_madqn("executor", seed=args.seed)
@@ -166,7 +166,7 @@ def main() -> None:
         return loop_episode(EnvironmentLoop(environment, executor, counting.Counter(),
                                             logger, extra_log_fn=lambda: {"epsilon": executor.epsilon}))
 
-    from mava_systems.components.multi_environment import (MultiEnvironmentLoop,
+    from mava_systems.acting.multi_environment import (MultiEnvironmentLoop,
                                                            environment_seeds)
 
     def make_multi_environment_loop(num_envs: int, system: Any = system,

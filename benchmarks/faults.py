@@ -41,9 +41,9 @@ if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): fi
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import common  # noqa: E402
-from mava_systems.components.run_directory import read_status  # noqa: E402
-from mava_systems.node_processes import NODE_NAME_ENV, RESTARTED_GROUPS  # noqa: E402
-from mava_systems.progress import read_snapshot  # noqa: E402
+from mava_systems.runs.run_directory import read_status  # noqa: E402
+from mava_systems.launching.node_processes import NODE_NAME_ENV, RESTARTED_GROUPS  # noqa: E402
+from mava_systems.terminal.progress import read_snapshot  # noqa: E402
 
 GROUPS = ("executor", "evaluator", "trainer", "replay", "counter")
 DETECT_TIMEOUT_S = 60.0  # A fault not reported by then counts as a hang.

@@ -38,7 +38,7 @@ RANDOM_EPISODES = 200
 
 def random_policy_return(seed: int, episodes: int = RANDOM_EPISODES) -> float:
     """The mean episode return (summed over agents) of uniformly random actions."""
-    from mava_systems.components.random_policy import random_policy_return as measure
+    from mava_systems.acting.random_policy import random_policy_return as measure
     import wrappers
 
     return measure(wrappers.make_environment_factory(common.ENV_NAME), episodes, seed).mean_return

@@ -49,7 +49,7 @@ def make_writer(variant: str, directory: str) -> Callable[[Dict[str, Any]], None
     """The `write(row)` of `variant`."""
     from acme.utils import loggers  # pylint: disable=import-outside-toplevel
 
-    from mava_systems.components import logging as node_logging  # pylint: disable=import-outside-toplevel
+    from mava_systems.runs import logging as node_logging  # pylint: disable=import-outside-toplevel
 
     if variant == "node_logger":
         return node_logging.make_logger(directory, "executor_0", 10.0, "executor_steps").write

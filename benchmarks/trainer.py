@@ -71,7 +71,7 @@ XLA_SUFFIX = "_xla"
 def fill_replay(system: Any, client: Any, steps: int, seed: int) -> int:
     """Writes at least `steps` joint steps of random play (and `min_replay_size` items) to
     replay through the system's adder; returns the replay's size."""
-    from mava_systems.components.environment_loop import EnvironmentLoop
+    from mava_systems.acting.environment_loop import EnvironmentLoop
 
     builder = system.builder
     adder = builder.make_adder(client)

@@ -36,15 +36,15 @@ import reverb
 import tensorflow as tf
 import tree
 
-from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.lifecycle import program_stop_event
-from mava_systems.components.packing import ArrayPacker
-from mava_systems.components.replay import (ReplayIterator, StopAwareClient,
+from mava_systems.runs.checkpointing import Checkpointing
+from mava_systems.nodes.lifecycle import program_stop_event
+from mava_systems.data.packing import ArrayPacker
+from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient,
                                             make_trajectory_dataset)
-from mava_systems.components.replay_checkpointing import ReplayCheckpointRequest
-from mava_systems.components.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
-from mava_systems.components.stacking import AgentStacker
-from mava_systems.components.transition_adder import (NStepTransitionAdder,
+from mava_systems.runs.replay_checkpointing import ReplayCheckpointRequest
+from mava_systems.data.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
+from mava_systems.data.stacking import AgentStacker
+from mava_systems.data.transition_adder import (NStepTransitionAdder,
                                                       transition_extras_spec)
 from mava_systems.specs import MAEnvironmentSpec
 

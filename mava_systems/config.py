@@ -92,7 +92,7 @@ def validate(config: Any) -> None:
 
 def num_envs_per_executor_field() -> Any:
     """The `num_envs_per_executor` field of a multi-agent system's config (see
-    `components/multi_environment.py`)."""
+    `acting/multi_environment.py`)."""
     return bounded(1, 1, doc="Environments each executor node steps together, acting for all of "
                              "them in one batched policy call; each writes to its own replay "
                              "stream, as one executor each would.")

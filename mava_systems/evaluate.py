@@ -9,7 +9,7 @@ environments that render text) it records the episodes instead: see
 `mava_systems.recording`.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines are caught.
     console.quiet_terminal()
@@ -29,9 +29,9 @@ import sonnet as snt
 import tensorflow as tf
 
 from mava_systems import recording, registry
-from mava_systems.components.checkpointing import indexed_checkpoints, latest_readable_checkpoint
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.run_directory import RUN_FILE
+from mava_systems.runs.checkpointing import indexed_checkpoints, latest_readable_checkpoint
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.runs.run_directory import RUN_FILE
 from mava_systems.system import DistributedSystem
 import wrappers
 

@@ -28,7 +28,7 @@ How a new family plugs in (e.g. MATD3, MASAC, HAPPO), in its own package
 2. `networks.py`: a network factory and `make_networks(...)` returning an object
    with `trained_modules()` (`{name: snt.Module}`: their variable shapes are
    recorded in run.json).
-3. `training.py`: the trainer (a variable source; see `components/trainer_loop.py`).
+3. `training.py`: the trainer (a variable source; see `training/trainer_loop.py`).
 4. `execution.py` (if Acme-style acting differs): the executor.
 5. `builder.py`: a builder on `NStepReplayBuilder` (off-policy) or
    `SequenceQueueBuilder` (on-policy) implementing the `make_*` interface, with
@@ -48,9 +48,9 @@ from absl import logging
 from acme.utils import counting
 import reverb
 
-from mava_systems.components.counting import ExecutorCounter
-from mava_systems.components.lifecycle import call_unless_stopped
-from mava_systems.components.multi_environment import (MultiEnvironmentExecutor,
+from mava_systems.nodes.counting import ExecutorCounter
+from mava_systems.nodes.lifecycle import call_unless_stopped
+from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
                                                        MultiEnvironmentLoop, environment_seeds)
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
@@ -206,7 +206,7 @@ class MultiAgentSystem(DistributedSystem):
 
         With `config.num_envs_per_executor` N > 1 it steps N environments,
         acting for all of them in one policy call and writing each one's steps
-        to its own adder (see `components/multi_environment.py`). A resumed
+        to its own adder (see `acting/multi_environment.py`). A resumed
         executor continues its exploration from its own saved step count (per
         environment), with fresh random seeds.
         """

@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict, Optional
 from acme.utils import counting
 from dm_env import specs
 
-from mava_systems.components.lifecycle import call_unless_stopped
+from mava_systems.nodes.lifecycle import call_unless_stopped
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem, check_count
 

@@ -21,15 +21,15 @@ import launchpad as lp
 import reverb
 
 from mava_systems import recording, registry
-from mava_systems.components.cacher import CacherNode
-from mava_systems.components.coordinator import StepLimiter
-from mava_systems.components.counting import CheckpointedCounter
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.evaluator_node import EVALUATOR_SEED_OFFSET, make_evaluator
-from mava_systems.components.logging import TensorBoardLogger, make_logger
-from mava_systems.components.replay_checkpointing import ReplayNode
-from mava_systems.components.disk_space import check_free_space
-from mava_systems.components.run_directory import (RunStatus, check_description,
+from mava_systems.nodes.cacher import CacherNode
+from mava_systems.nodes.coordinator import StepLimiter
+from mava_systems.nodes.counting import CheckpointedCounter
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.nodes.evaluator_node import EVALUATOR_SEED_OFFSET, make_evaluator
+from mava_systems.runs.logging import TensorBoardLogger, make_logger
+from mava_systems.runs.replay_checkpointing import ReplayNode
+from mava_systems.runs.disk_space import check_free_space
+from mava_systems.runs.run_directory import (RunStatus, check_description,
                                                    check_logs_have_checkpoints, check_writable,
                                                    drop_partial_log_rows, hold, move_aside,
                                                    read_status, release, roll_back_logs,

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 
 import psutil
 
-from mava_systems.node_processes import NODE_NAME_ENV
+from mava_systems.launching.node_processes import NODE_NAME_ENV
 
 
 def in_tree(root_pid: int, pid: int) -> bool:

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 from dm_env import specs
 
-from mava_systems.components import run_directory
+from mava_systems.runs import run_directory
 import wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -102,7 +102,7 @@ class BrokenLoop:
     """Its loop fails, watched as every node's loop is (`lifecycle.run_watched`)."""
 
     def run(self):
-        from mava_systems.components.lifecycle import run_watched  # pylint: disable=g-import-not-at-top
+        from mava_systems.nodes.lifecycle import run_watched  # pylint: disable=g-import-not-at-top
 
         def loop():
             raise ValueError("loop broken on purpose")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mava_systems import allocator
+from mava_systems.launching import allocator
 
 
 

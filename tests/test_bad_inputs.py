@@ -12,11 +12,11 @@ import pytest
 import tensorflow as tf
 
 from mava_systems import madqn
-from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.lifecycle import NODE_FAILURES_FILE_ENV
-from mava_systems.components.environment_loop import (MAX_FAILED_EPISODES, EnvironmentFailure,
+from mava_systems.runs.checkpointing import Checkpointing
+from mava_systems.nodes.lifecycle import NODE_FAILURES_FILE_ENV
+from mava_systems.acting.environment_loop import (MAX_FAILED_EPISODES, EnvironmentFailure,
                                                       EnvironmentLoop)
-from mava_systems.components.run_directory import LOCK_FILE, RUN_FILE
+from mava_systems.runs.run_directory import LOCK_FILE, RUN_FILE
 from mava_systems.evaluate import load_system
 import wrappers
 from wrappers.debug_envs import LineWorldEnv

@@ -93,7 +93,7 @@ def test_node_processes_are_grouped_by_the_node_their_launcher_names(tmp_path):
     import sys  # pylint: disable=import-outside-toplevel
     import time  # pylint: disable=import-outside-toplevel
 
-    from mava_systems.node_processes import NODE_NAME_ENV  # pylint: disable=import-outside-toplevel
+    from mava_systems.launching.node_processes import NODE_NAME_ENV  # pylint: disable=import-outside-toplevel
 
     burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(60)"
     launcher = subprocess.Popen([sys.executable, "-c", (

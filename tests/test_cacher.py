@@ -10,8 +10,8 @@ from absl.testing import absltest
 import launchpad as lp
 import pytest
 
-from mava_systems.components import cacher as cacher_lib
-from mava_systems.components.cacher import CacherNode, VariableCache
+from mava_systems.nodes import cacher as cacher_lib
+from mava_systems.nodes.cacher import CacherNode, VariableCache
 
 
 class FakeClock:
@@ -351,7 +351,7 @@ class CacherNodeLaunchTest(absltest.TestCase):
     def _shorten_stop_grace(self):
         """Serving nodes linger a few seconds after the stop (lifecycle.STOP_GRACE_S); not here."""
         try:
-            from mava_systems.components import lifecycle
+            from mava_systems.nodes import lifecycle
         except ImportError:
             return
         if hasattr(lifecycle, "STOP_GRACE_S"):

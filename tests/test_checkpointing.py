@@ -15,13 +15,13 @@ import pytest
 import reverb
 import tensorflow as tf
 
-from mava_systems.components.checkpointing import (CheckpointError, Checkpointing,
+from mava_systems.runs.checkpointing import (CheckpointError, Checkpointing,
                                                    latest_readable_checkpoint)
-from mava_systems.components.counting import (CheckpointedCounter, ExecutorCounter,
+from mava_systems.nodes.counting import (CheckpointedCounter, ExecutorCounter,
                                               executor_steps_key)
-from mava_systems.components.replay_checkpointing import (latest_replay_checkpoint, save_replay,
+from mava_systems.runs.replay_checkpointing import (latest_replay_checkpoint, save_replay,
                                                           start_restored_server)
-from mava_systems.components.run_directory import drop_partial_log_rows, read_status
+from mava_systems.runs.run_directory import drop_partial_log_rows, read_status
 
 
 def _variables(value: float = 0.0):
@@ -97,7 +97,7 @@ def test_no_readable_checkpoint_is_an_error_naming_the_files(tmp_path):
 SAVER = textwrap.dedent("""
     import sys
     import tensorflow as tf
-    from mava_systems.components.checkpointing import Checkpointing
+    from mava_systems.runs.checkpointing import Checkpointing
     variables = {f"layer_{i}": tf.Variable(tf.zeros([1000, 1000])) for i in range(8)}
     variables["step"] = tf.Variable(0)
     checkpointing = Checkpointing(variables, sys.argv[1], "node", max_to_keep=2)

@@ -11,7 +11,9 @@ import types
 
 import pytest
 
-from mava_systems import console, evaluate, launch, run_summary
+from mava_systems import evaluate
+from mava_systems.terminal import console, run_summary
+from mava_systems.launching import launch
 from mava_systems.experiment import __main__ as experiment_main
 from mava_systems.madqn import MADQNConfig
 
@@ -133,7 +135,7 @@ def test_experiment_refuses_an_out_that_is_a_file(tmp_path, capsys):
 def test_the_already_reached_lines_are_printed_once(tmp_path):
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent("""
-        from mava_systems import console
+        from mava_systems.terminal import console
         console.quiet_terminal(["program.py"])
         console.say(["Resuming the run in r", "The run in r already reached max=1"])
     """))

@@ -11,8 +11,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from mava_systems import console, log_watch, run_summary
-from mava_systems.components.random_policy import RandomExecutor, random_policy_return
+from mava_systems.terminal import console, log_watch, run_summary
+from mava_systems.acting.random_policy import RandomExecutor, random_policy_return
 import wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +42,7 @@ def test_captured_output_goes_to_the_run_s_log_and_the_terminal_gets_what_is_sai
     run_dir = tmp_path / "run"
     stdout, stderr, code = run_script(tmp_path, f"""
         import os, subprocess, sys
-        from mava_systems import console
+        from mava_systems.terminal import console
         console.quiet_terminal(["program.py"])
         os.write(2, b"2026-12-01 00:00:00.000001: W tensorflow/dso_loader.cc:64] no cuda\\n")
         print("before the run directory")
@@ -66,7 +66,7 @@ def test_captured_output_goes_to_the_run_s_log_and_the_terminal_gets_what_is_sai
 def test_a_program_that_stops_before_its_run_shows_its_messages_without_noise(tmp_path):
     stdout, stderr, code = run_script(tmp_path, """
         import sys
-        from mava_systems import console
+        from mava_systems.terminal import console
         console.quiet_terminal(["program.py"])
         sys.stderr.write("2026-12-01 00:00:00.000001: I tensorflow/cudart_stub.cc:29] Ignore\\n")
         sys.stderr.write("Gym has been unmaintained since 2022\\n")
@@ -80,7 +80,7 @@ def test_a_program_that_stops_before_its_run_shows_its_messages_without_noise(tm
 def test_an_uncaught_exception_says_where_its_traceback_is(tmp_path):
     run_dir = tmp_path / "run"
     _, stderr, code = run_script(tmp_path, f"""
-        from mava_systems import console
+        from mava_systems.terminal import console
         console.quiet_terminal(["program.py"])
         console.attach_run_dir({str(run_dir)!r})
         raise RuntimeError("a node crashed")

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from mava_systems.components import coordinator
+from mava_systems.nodes import coordinator
 
 
 class RecordingHandle:

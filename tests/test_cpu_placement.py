@@ -10,7 +10,8 @@ import sys
 import launchpad as lp
 import pytest
 
-from mava_systems import cpu_placement, ray_launch
+from mava_systems import ray_launch
+from mava_systems.launching import cpu_placement
 from mava_systems.ray_launch import RayLaunchConfig
 import ray_helpers
 from fault_helpers import OutputLines, kill_in_tree, wait_for_node
@@ -93,7 +94,7 @@ import json, os, sys, time
 from absl import flags
 
 flags.FLAGS.mark_as_parsed()
-from mava_systems import cpu_placement, node_processes
+from mava_systems.launching import cpu_placement, node_processes
 
 placement = cpu_placement.CpuPlacement(dedicated={"executor/0": (%(own)d,)}, shared=(%(shared)d,))
 supervisor = node_processes.NodeSupervisor(max_restarts=1, say=print, placement=placement)

@@ -22,14 +22,14 @@ import pytest
 import reverb
 import tensorflow as tf
 
-from mava_systems.components import disk_space
-from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.lifecycle import NODE_FAILURES_FILE_ENV
-from mava_systems.components.logging import make_logger
-from mava_systems.components.replay_checkpointing import (latest_replay_checkpoint,
+from mava_systems.runs import disk_space
+from mava_systems.runs.checkpointing import Checkpointing
+from mava_systems.nodes.lifecycle import NODE_FAILURES_FILE_ENV
+from mava_systems.runs.logging import make_logger
+from mava_systems.runs.replay_checkpointing import (latest_replay_checkpoint,
                                                           replay_checkpoint_directory,
                                                           save_replay, start_restored_server)
-from mava_systems.components.run_directory import RUN_FILE, read_status
+from mava_systems.runs.run_directory import RUN_FILE, read_status
 
 import program_helpers
 
@@ -283,7 +283,7 @@ def test_prints_into_a_captured_log_on_a_full_disk_are_dropped_not_raised(small_
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(f"""
         import os
-        from mava_systems import console
+        from mava_systems.terminal import console
         from tests_fill import fill
         console.quiet_terminal(["program.py"])
         console.attach_run_dir({os.path.join(disk, "run")!r})

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from mava_systems import dqn
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.exploration import ConstantEpsilon
 from mava_systems.madqn.networks import variables_as_numpy
 from topology_helpers import check_cachers, check_picklable, check_replay, is_handle_of, node_of
 import wrappers

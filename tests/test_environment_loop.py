@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.acting.environment_loop import EnvironmentLoop
 import wrappers
 
 
@@ -56,7 +56,7 @@ def test_loops_sharing_a_step_limit_stop_within_one_episode_each():
 
     from acme.utils import counting
 
-    from mava_systems.components.counting import ExecutorCounter
+    from mava_systems.nodes.counting import ExecutorCounter
 
     central = counting.Counter()
     stop = threading.Event()
@@ -139,8 +139,8 @@ def test_a_loop_ending_at_the_stop_closes_the_writers_it_made_so_replay_stops_at
     from acme.utils import counting
     import reverb
 
-    from mava_systems.components.counting import ExecutorCounter
-    from mava_systems.components.replay import StopAwareClient
+    from mava_systems.nodes.counting import ExecutorCounter
+    from mava_systems.nodes.replay import StopAwareClient
 
     server = reverb.Server([reverb.Table.queue("queue", 10_000)])
     stop = threading.Event()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mava_systems import madqn
-from mava_systems.components.evaluation import Evaluator
+from mava_systems.nodes.evaluation import Evaluator
 
 
 class ConstantSource:

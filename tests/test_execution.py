@@ -10,9 +10,9 @@ import sonnet as snt
 import tensorflow as tf
 
 from mava_systems import maddpg, mappo
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.numpy_networks import NumpyNetworks, numpy_twin
-from mava_systems.components.variables import VersionedVariableClient
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.acting.numpy_networks import NumpyNetworks, numpy_twin
+from mava_systems.nodes.variables import VersionedVariableClient
 from mava_systems.madqn.execution import MADQNExecutor, epsilon_greedy, numpy_epsilon_greedy
 from mava_systems.madqn.networks import MLPQNetwork, make_mlp_q_network
 from mava_systems.madqn.networks import make_networks as make_q_networks

@@ -18,7 +18,7 @@ from mava_systems.experiment import __main__ as cli
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import report as report_lib
 from mava_systems.experiment import results, run_one, scheduling, systems
-from mava_systems.progress import read_snapshot
+from mava_systems.terminal.progress import read_snapshot
 
 ENV = "debug/line_world_v0"
 STEPS = 300

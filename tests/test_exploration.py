@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import wrappers
 from mava_systems import madqn
-from mava_systems.components.exploration import (ConstantEpsilon, LinearEpsilon,
+from mava_systems.acting.exploration import (ConstantEpsilon, LinearEpsilon,
                                                  default_schedules, executor_epsilons,
                                                  parse_schedule)
 from mava_systems.madqn.execution import MADQNExecutor

@@ -5,7 +5,7 @@ from acme.utils import counting, loggers
 import pytest
 
 from mava_systems import registry
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.exploration import ConstantEpsilon
 import wrappers
 
 # A small environment each built-in system can act in.

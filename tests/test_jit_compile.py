@@ -20,8 +20,8 @@ import sonnet as snt
 import tensorflow as tf
 
 from mava_systems import registry
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
 import wrappers
 
 MADQN_SMALL = dict(hidden_sizes=(16,), batch_size=16, min_replay_size=20, samples_per_insert=None,

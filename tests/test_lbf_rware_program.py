@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.run_directory import read_status
 from mava_systems.experiment.run_one import read_final_evaluation
 import program_helpers
 from program_helpers import ROOT, evaluate_checkpoint, read_csv, stop_count

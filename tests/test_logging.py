@@ -2,7 +2,7 @@
 
 import math
 
-from mava_systems.components import logging as node_logging
+from mava_systems.runs import logging as node_logging
 
 
 class RecordingLogger:
@@ -76,7 +76,7 @@ def test_event_records_carry_the_checksums_tensorflow_checks(tmp_path):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from tensorboard.compat.tensorflow_stub import pywrap_tensorflow  # pylint: disable=import-outside-toplevel
 
-    from mava_systems.components import event_records  # pylint: disable=import-outside-toplevel
+    from mava_systems.runs import event_records  # pylint: disable=import-outside-toplevel
 
     assert event_records.native_crc32c() is not None  # The stack's TensorFlow exports it.
     generator = random.Random(0)

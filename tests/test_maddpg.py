@@ -22,8 +22,8 @@ import reverb
 import tensorflow as tf
 
 from mava_systems import maddpg
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
 from mava_systems.maddpg.training import categorical_critic_loss
 from mava_systems.specs import MAEnvironmentSpec
 import wrappers

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.run_directory import read_status
 from mava_systems.madqn.builder import REPLAY_TABLE
 import program_helpers
 from program_helpers import evaluate_checkpoint, launch_log, read_csv, stop_count

@@ -11,7 +11,7 @@ import tensorflow_probability as tfp
 from dm_env import specs
 
 from mava_systems import mappo
-from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.acting.environment_loop import EnvironmentLoop
 from mava_systems.mappo.policies import CategoricalHead, SquashedGaussianHead
 from mava_systems.mappo.training import POLICY_VERSION, RunningMeanStd
 from topology_helpers import check_picklable, check_replay

@@ -11,9 +11,9 @@ import tensorflow_probability as tfp
 from acme.utils import counting
 
 from mava_systems import maddpg, masac
-from mava_systems.components.actor_critic import action_bounds
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.training.actor_critic import action_bounds
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
 import wrappers
 from test_maddpg import SMALL, learn_reach, local_replay, numpy_variables, reach_system
 from wrappers import OLT

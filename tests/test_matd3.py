@@ -9,8 +9,8 @@ import tensorflow as tf
 from acme.utils import counting
 
 from mava_systems import maddpg, matd3
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
 import wrappers
 from test_maddpg import SMALL, learn_reach, local_replay, numpy_variables, reach_system
 

@@ -11,13 +11,13 @@ import pytest
 import tree
 
 from mava_systems import registry
-from mava_systems.components.counting import ExecutorCounter
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon, LinearEpsilon
-from mava_systems.components.multi_environment import (MultiEnvironmentExecutor,
+from mava_systems.nodes.counting import ExecutorCounter
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon, LinearEpsilon
+from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
                                                        MultiEnvironmentLoop, RowSplitGenerator,
                                                        environment_seeds)
-from mava_systems.components.transition_adder import NStepTransitionAdder
+from mava_systems.data.transition_adder import NStepTransitionAdder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.system import RESUME_SEED_STRIDE
 from mava_systems.mappo.builder import MAPPOBuilder

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.run_directory import read_status
 import program_helpers
 from program_helpers import read_csv, stop_count
 from test_recurrent_program import (MAPPO_FLAGS, MAPPO_RECURRENT_FLAGS, QMIX_FLAGS,

@@ -1,7 +1,7 @@
 """A node that dies mid-run is noticed at once and handled by its group's policy; Ctrl-C twice
 still saves; a loop is given up at the stop only when it is really blocked.
 
-Policy (`mava_systems.node_processes`): under local_mp an executor, the
+Policy (`mava_systems.launching.node_processes`): under local_mp an executor, the
 evaluator or a cache that dies is started again in place (counts continuing)
 up to `--max_node_restarts` times; a dead replay, trainer or counter stops the
 run: every other node saves, the terminal names the node, its signal and the
@@ -21,9 +21,9 @@ import time
 import psutil
 import pytest
 
-from mava_systems import allocator
-from mava_systems.components import lifecycle
-from mava_systems.components.run_directory import read_status
+from mava_systems.launching import allocator
+from mava_systems.nodes import lifecycle
+from mava_systems.runs.run_directory import read_status
 import program_helpers
 from fault_helpers import OutputLines, in_tree, kill_in_tree, node_processes, wait_for_node
 from program_helpers import ROOT, read_csv
@@ -42,7 +42,7 @@ import json, os, signal, sys, threading, time
 from absl import flags
 
 flags.FLAGS.mark_as_parsed()
-from mava_systems import node_processes
+from mava_systems.launching import node_processes
 
 supervisor = node_processes.NodeSupervisor(max_restarts=1, say=print)
 # A node that stops at SIGTERM, or (":stubborn") one that ignores it, as if saving for ever.
@@ -296,13 +296,14 @@ def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_rep
 FAILING_EXECUTOR_THREAD = """
 import sys
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 console.quiet_terminal()
 
 from absl import app
 
-from mava_systems import launch, madqn
+from mava_systems import madqn
+from mava_systems.launching import launch
 import wrappers
 
 
@@ -401,7 +402,7 @@ def test_a_loop_still_working_after_the_stop_is_waited_for_a_blocked_one_given_u
 
 AFTER_THE_PROGRAM = """
 import sys
-from mava_systems.components import lifecycle
+from mava_systems.nodes import lifecycle
 lifecycle._ABANDONED.append("trainer loop")  # As `run_watched` does when it gives a loop up.
 with lifecycle.work_after_the_program():
     lifecycle.exit_if_loops_were_abandoned(0)  # What the launch calls: the process goes on.

@@ -28,9 +28,9 @@ import socket, sys, time
 from absl import flags
 import launchpad as lp
 
-from mava_systems import launch, node_processes
+from mava_systems.launching import launch, node_processes
 
-from mava_systems.components import lifecycle
+from mava_systems.nodes import lifecycle
 
 flags.FLAGS(["program", "--lp_termination_notice_secs=5"])
 target, how = sys.argv[1], sys.argv[2:]

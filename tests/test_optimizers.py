@@ -5,7 +5,7 @@ import pytest
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.optimizers import ConcatenatedAdam
+from mava_systems.training.optimizers import ConcatenatedAdam
 
 
 def make_variables(rng):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from mava_systems.components.packing import ArrayPacker
+from mava_systems.data.packing import ArrayPacker
 
 SPEC = {
     "observation": tf.TensorSpec([3, 4], tf.float32),

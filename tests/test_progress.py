@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from mava_systems import progress
-from mava_systems.progress import ProgressReporter, ProgressSnapshot, format_progress
+from mava_systems.terminal import progress
+from mava_systems.terminal.progress import ProgressReporter, ProgressSnapshot, format_progress
 
 EXECUTOR_COLUMNS = ["episode_length", "episode_return", "executor_episodes", "executor_steps"]
 

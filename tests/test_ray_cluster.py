@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from mava_systems.components.checkpointing import read_checkpoint
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.checkpointing import read_checkpoint
+from mava_systems.runs.run_directory import read_status
 from fault_helpers import kill_in_tree
 import program_helpers
 from program_helpers import launch_log, read_csv

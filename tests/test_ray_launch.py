@@ -16,7 +16,7 @@ import launchpad as lp
 import pytest
 
 from mava_systems import madqn, ray_launch
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.run_directory import read_status
 from mava_systems.ray_launch import RayLaunchConfig, parse_group_resources
 from mava_systems.ray_launch.config import parse_runtime_env
 from mava_systems.ray_launch.launcher import (RayLaunchError, node_specs, spread_strategy,

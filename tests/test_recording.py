@@ -16,8 +16,8 @@ import pytest
 from tensorboard.backend.event_processing import plugin_event_accumulator
 
 from mava_systems import evaluate, madqn, recording
-from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.run_directory import release
+from mava_systems.runs.checkpointing import Checkpointing
+from mava_systems.runs.run_directory import release
 import wrappers
 
 SPREAD_STEPS = 25  # simple_spread_v3's max_cycles.

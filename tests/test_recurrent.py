@@ -21,10 +21,10 @@ import tree
 
 from mava_systems import madqn, mappo, qmix, vdn
 from mava_systems.mappo.networks import mlp_network_factory
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.sequence_adder import STEP_MASK
-from mava_systems.components.sequences import n_step_targets
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.data.sequence_adder import STEP_MASK
+from mava_systems.data.sequences import n_step_targets
 import wrappers
 from wrappers.memory_game import chance_return
 from test_value_decomposition_training import replay_of_uniform_play

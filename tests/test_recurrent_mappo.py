@@ -13,7 +13,7 @@ import tensorflow as tf
 import tree
 
 from mava_systems import mappo
-from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.acting.environment_loop import EnvironmentLoop
 from mava_systems.mappo.networks import mlp_network_factory
 import wrappers
 from test_mappo import collect, train_in_process

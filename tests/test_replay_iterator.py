@@ -5,8 +5,8 @@ import threading
 import pytest
 import tensorflow as tf
 
-from mava_systems.components.lifecycle import ProgramStopping
-from mava_systems.components.replay import ReplayIterator
+from mava_systems.nodes.lifecycle import ProgramStopping
+from mava_systems.nodes.replay import ReplayIterator
 
 
 class CountingFactory:

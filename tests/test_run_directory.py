@@ -12,13 +12,13 @@ from tensorboard.backend.event_processing import plugin_event_accumulator as eve
 import tensorflow as tf
 
 from mava_systems import madqn
-from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.counting import CheckpointedCounter
-from mava_systems.components.logging import TensorBoardLogger
-from mava_systems.components.run_directory import (ROLLED_BACK_FILE, RUN_FILE, RunStatus,
+from mava_systems.runs.checkpointing import Checkpointing
+from mava_systems.nodes.counting import CheckpointedCounter
+from mava_systems.runs.logging import TensorBoardLogger
+from mava_systems.runs.run_directory import (ROLLED_BACK_FILE, RUN_FILE, RunStatus,
                                                    check_and_save_description, logged_counts,
                                                    move_aside, read_status, roll_back_logs)
-from mava_systems.progress import CountRate, read_snapshot
+from mava_systems.terminal.progress import CountRate, read_snapshot
 
 IDENTITY = ["environment", "agents", "replay_items"]
 

@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from mava_systems import madqn, plot, run_summary
-from mava_systems.components.run_directory import CONFIG_FILE, format_run_config
+from mava_systems import madqn, plot
+from mava_systems.terminal import run_summary
+from mava_systems.runs.run_directory import CONFIG_FILE, format_run_config
 import wrappers
 
 from test_plot import png_size

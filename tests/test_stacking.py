@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tree
 
-from mava_systems.components.stacking import AgentStacker
+from mava_systems.data.stacking import AgentStacker
 from wrappers import OLT
 
 STACKER = AgentStacker({"agent_0": "a", "agent_1": "a", "agent_2": "b", "agent_3": "a"})

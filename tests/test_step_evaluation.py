@@ -1,5 +1,5 @@
 """Evaluation by executor steps: rounds at exactly every multiple of N, with the variables of that
-step, and executors held while the evaluator is behind (components/step_evaluation.py)."""
+step, and executors held while the evaluator is behind (nodes/step_evaluation.py)."""
 
 import threading
 import time
@@ -8,10 +8,10 @@ from acme.utils import loggers
 import numpy as np
 import pytest
 
-from mava_systems.components.counting import CheckpointedCounter, ExecutorCounter
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.evaluation import Evaluator
-from mava_systems.components.step_evaluation import GATE_KEY, EvaluationGate, StepEvaluator
+from mava_systems.nodes.counting import CheckpointedCounter, ExecutorCounter
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.nodes.evaluation import Evaluator
+from mava_systems.nodes.step_evaluation import GATE_KEY, EvaluationGate, StepEvaluator
 import wrappers
 
 from test_environment_loop import RandomLegalExecutor

@@ -16,8 +16,8 @@ import time
 from launchpad.launch import worker_manager
 import pytest
 
-from mava_systems.components import lifecycle
-from mava_systems.components.run_directory import read_status
+from mava_systems.nodes import lifecycle
+from mava_systems.runs.run_directory import read_status
 import program_helpers
 from program_helpers import ROOT, read_csv
 
@@ -113,7 +113,7 @@ SIGNAL_DURING_BUILD = """
 import signal, sys
 from absl import flags
 import launchpad as lp
-from mava_systems import launch
+from mava_systems.launching import launch
 flags.FLAGS.mark_as_parsed()
 
 class Node:
@@ -204,7 +204,7 @@ def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error(monkeypa
     The launching process learns of the failure from the file it named."""
     from launchpad import context as lp_context
 
-    from mava_systems.components.lifecycle import (NODE_FAILURES_FILE_ENV, ProgramStopping,
+    from mava_systems.nodes.lifecycle import (NODE_FAILURES_FILE_ENV, ProgramStopping,
                                                    run_watched)
 
     failures_path = tmp_path / "failures.txt"
@@ -240,13 +240,14 @@ def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error(monkeypa
 EXECUTOR_FAILING_TO_BUILD = """
 import sys
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 console.quiet_terminal()
 
 from absl import app
 
-from mava_systems import launch, madqn
+from mava_systems import madqn
+from mava_systems.launching import launch
 import wrappers
 
 

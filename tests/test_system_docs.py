@@ -6,7 +6,7 @@ import inspect
 import pytest
 
 from mava_systems import registry
-from mava_systems.components.run_directory import format_run_config
+from mava_systems.runs.run_directory import format_run_config
 import wrappers
 
 BUILTIN = [name for name in registry.system_names()

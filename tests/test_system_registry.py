@@ -134,7 +134,8 @@ def test_a_named_class_defined_in_a_function_is_refused_at_construction(line_wor
 
 
 EXAMPLE_STYLE_SCRIPT = '''
-from mava_systems import launch, vdn
+from mava_systems import vdn
+from mava_systems.launching import launch
 
 
 class ExampleVDN(vdn.VDN):

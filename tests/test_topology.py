@@ -17,7 +17,7 @@ from launchpad.nodes.reverb.node import ReverbHandle
 import pytest
 
 from mava_systems import maddpg, madqn, mappo, masac, matd3, qmix, vdn
-from mava_systems.components.cacher import CacherNode, VariableCache
+from mava_systems.nodes.cacher import CacherNode, VariableCache
 import wrappers
 
 CASES = [  # (num_executors, num_caches, max_executor_steps)

@@ -20,12 +20,13 @@ import reverb
 import tensorflow as tf
 
 from mava_systems import madqn, registry
-from mava_systems.components import lifecycle, replay, trainer_loop
-from mava_systems.components.checkpointing import Checkpointing
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.replay import ReplayIterator
-from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.nodes import lifecycle, replay
+from mava_systems.training import trainer_loop
+from mava_systems.runs.checkpointing import Checkpointing
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.nodes.replay import ReplayIterator
+from mava_systems.training.trainer_loop import TrainerLoop
 from mava_systems.madqn.builder import REPLAY_TABLE
 import wrappers
 

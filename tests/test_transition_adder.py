@@ -9,9 +9,9 @@ import reverb
 import tensorflow as tf
 import tree
 
-from mava_systems.components.packing import ArrayPacker
-from mava_systems.components.replay import StopAwareClient
-from mava_systems.components.transition_adder import NStepTransitionAdder, transition_extras_spec
+from mava_systems.data.packing import ArrayPacker
+from mava_systems.nodes.replay import StopAwareClient
+from mava_systems.data.transition_adder import NStepTransitionAdder, transition_extras_spec
 
 TABLE = "transitions"
 AGENTS = 2
@@ -166,8 +166,8 @@ class SlowToAnswerClient:
 def test_a_new_writer_waits_for_a_server_too_busy_to_answer_until_the_program_stops(monkeypatch):
     import threading
 
-    from mava_systems.components import replay
-    from mava_systems.components.lifecycle import ProgramStopping
+    from mava_systems.nodes import replay
+    from mava_systems.nodes.lifecycle import ProgramStopping
 
     monkeypatch.setattr(replay, "POLL_INTERVAL_MS", 10)
     stop = threading.Event()

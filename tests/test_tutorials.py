@@ -20,8 +20,9 @@ import pytest
 import tensorflow as tf
 
 from acme import types as acme_types
-from mava_systems import console, qmix, vdn
-from mava_systems.components.random_policy import random_policy_return
+from mava_systems import qmix, vdn
+from mava_systems.terminal import console
+from mava_systems.acting.random_policy import random_policy_return
 import wrappers
 from test_mappo import train_in_process
 from test_value_decomposition_training import train_on_uniform_play

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.run_directory import read_status
 import program_helpers
 from program_helpers import evaluate_checkpoint, read_csv, stop_count
 from test_madqn_program import kill_after_checkpoints

@@ -23,8 +23,8 @@ import reverb
 import tensorflow as tf
 
 from mava_systems import qmix, vdn
-from mava_systems.components.environment_loop import EnvironmentLoop
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.acting.exploration import ConstantEpsilon
 import wrappers
 from wrappers.two_step_game import ADDITIVE_RETURN, OPTIMAL_RETURN
 

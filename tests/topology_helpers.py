@@ -9,7 +9,7 @@ import cloudpickle
 import launchpad as lp
 from launchpad.nodes.reverb.node import ReverbHandle
 
-from mava_systems.components.cacher import CacherNode, VariableCache
+from mava_systems.nodes.cacher import CacherNode, VariableCache
 
 
 def node_of(handle, program):

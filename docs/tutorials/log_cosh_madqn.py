@@ -3,7 +3,7 @@
     .venv/bin/python docs/tutorials/log_cosh_madqn.py --env=mpe/simple_spread_v3
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
     console.quiet_terminal()
@@ -11,7 +11,8 @@ if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lin
 from absl import app  # noqa: E402  (after the line above)
 import tensorflow as tf
 
-from mava_systems import launch, madqn
+from mava_systems import madqn
+from mava_systems.launching import launch
 
 
 def log_cosh(td_error: tf.Tensor) -> tf.Tensor:

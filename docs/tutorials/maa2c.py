@@ -3,7 +3,7 @@
     .venv/bin/python docs/tutorials/maa2c.py --env=mpe/simple_spread_v3
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
     console.quiet_terminal()
@@ -14,7 +14,8 @@ from typing import Optional
 from absl import app
 import tensorflow as tf
 
-from mava_systems import launch, mappo
+from mava_systems import mappo
+from mava_systems.launching import launch
 from mava_systems.config import bounded
 from mava_systems.mappo.training import apply_rows, masked_mean
 

@@ -5,7 +5,7 @@
         --env_module=docs/tutorials/new_environment.py
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
     console.quiet_terminal()
@@ -15,7 +15,8 @@ from gymnasium import spaces
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from mava_systems import launch, madqn
+from mava_systems import madqn
+from mava_systems.launching import launch
 import wrappers
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python docs/tutorials/state_weighted_mixer.py --env=mpe/simple_spread_v3
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
     console.quiet_terminal()
@@ -13,7 +13,8 @@ from dm_env import specs
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems import launch, qmix
+from mava_systems import qmix
+from mava_systems.launching import launch
 
 
 class StateWeightedSum(snt.Module):

@@ -7,7 +7,7 @@ changes (QMIX's state bias), so the agents' Q-values need not.
     .venv/bin/python docs/tutorials/vdn_s.py --env=mpe/simple_spread_v3
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
     console.quiet_terminal()
@@ -17,7 +17,8 @@ from dm_env import specs
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems import launch, vdn
+from mava_systems import vdn
+from mava_systems.launching import launch
 
 
 class StateBiasedSum(snt.Module):

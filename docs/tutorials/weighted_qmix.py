@@ -3,7 +3,7 @@
     .venv/bin/python docs/tutorials/weighted_qmix.py --env=debug/two_step_v0 --alpha=0.1
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up lines go to the log.
     console.quiet_terminal()
@@ -13,7 +13,8 @@ import dataclasses  # noqa: E402  (after the line above)
 from absl import app
 import tensorflow as tf
 
-from mava_systems import launch, qmix, vdn
+from mava_systems import qmix, vdn
+from mava_systems.launching import launch
 from mava_systems.config import bounded
 
 

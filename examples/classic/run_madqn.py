@@ -6,14 +6,15 @@
 Every MADQNConfig field is a flag too (e.g. --batch_size=64 --n_step=3).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, madqn
+from mava_systems import madqn
+from mava_systems.launching import launch
 
 main = launch.example_main(madqn.MADQN, madqn.MADQNConfig, default_env="classic/tictactoe_v3")
 

@@ -6,14 +6,15 @@
 Every DMPOConfig field is a flag too (e.g. --vmin=-1000 --vmax=0 --num_samples=10).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import dmpo, launch
+from mava_systems import dmpo
+from mava_systems.launching import launch
 
 main = launch.example_main(dmpo.DMPO, dmpo.DMPOConfig, default_env="gymnasium/Pendulum-v1",
                            executor_name="actor", default_num_caches=0)

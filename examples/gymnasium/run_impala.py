@@ -7,14 +7,15 @@ Every IMPALAConfig field is a flag too (e.g. --sequence_length=20 --entropy_cost
 IMPALA always has one cache between the learner and the actors, as in the seed.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import impala, launch
+from mava_systems import impala
+from mava_systems.launching import launch
 
 main = launch.example_main(impala.IMPALA, impala.IMPALAConfig, default_env="gymnasium/CartPole-v1",
                            executor_name="actor", default_num_caches=None)

@@ -7,14 +7,15 @@ Every R2D2Config field is a flag too (e.g. --burn_in_length=8 --trace_length=20)
 R2D2 always has one cache between the learner and the actors, as in the seed.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, r2d2
+from mava_systems import r2d2
+from mava_systems.launching import launch
 
 main = launch.example_main(r2d2.R2D2, r2d2.R2D2Config, default_env="gymnasium/CartPole-v1",
                            executor_name="actor", default_num_caches=None)

@@ -9,14 +9,15 @@ Every VDNConfig field is a flag too (e.g. --team_reward=sum); `--env` takes any 
 package registers (see docs/environments.md). Returns are the sum over agents.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, vdn  # noqa: E402
+from mava_systems import vdn  # noqa: E402
+from mava_systems.launching import launch
 import lbf_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(vdn.VDN, vdn.VDNConfig,

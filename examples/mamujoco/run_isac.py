@@ -11,14 +11,15 @@ field is a flag too. `--env` takes any `mamujoco/<Scenario>-<agent_conf>` (see
 docs/environments.md). Returns are summed over the agents: the MuJoCo task's return.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, masac  # noqa: E402
+from mava_systems import masac  # noqa: E402
+from mava_systems.launching import launch
 import mamujoco_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(masac.ISAC, masac.ISACConfig, default_env=mamujoco_settings.DEFAULT_ENV,

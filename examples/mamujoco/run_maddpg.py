@@ -12,14 +12,15 @@ arguments as JSON (`agent_obsk`: how many joint hops each agent observes, 1 by d
 Returns are summed over the agents: the MuJoCo task's return.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, maddpg  # noqa: E402
+from mava_systems import maddpg  # noqa: E402
+from mava_systems.launching import launch
 import mamujoco_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env=mamujoco_settings.DEFAULT_ENV,

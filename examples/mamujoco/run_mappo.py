@@ -12,14 +12,15 @@ the environment's arguments as JSON (`agent_obsk`: how many joint hops each agen
 Returns are summed over the agents: the MuJoCo task's return.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, mappo  # noqa: E402
+from mava_systems import mappo  # noqa: E402
+from mava_systems.launching import launch
 import mamujoco_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig, default_env=mamujoco_settings.DEFAULT_ENV,

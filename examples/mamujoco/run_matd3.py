@@ -10,14 +10,15 @@ target_noise 0.2 clipped at 0.5), and each field is a flag too. `--env` takes an
 arguments as JSON. Returns are summed over the agents: the MuJoCo task's return.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, matd3  # noqa: E402
+from mava_systems import matd3  # noqa: E402
+from mava_systems.launching import launch
 import mamujoco_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(matd3.MATD3, matd3.MATD3Config, default_env=mamujoco_settings.DEFAULT_ENV,

@@ -7,14 +7,15 @@ simple_spread_v3, 3 cooperative agents; MPE environments are made with continuou
 Every MADDPGConfig field is a flag too (e.g. --critic=state --batch_size=128).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, maddpg
+from mava_systems import maddpg
+from mava_systems.launching import launch
 
 # MPE's episodes are short (25 steps) and its rewards dense: as for MADQN (run_madqn.py), a
 # discount of 0.9.

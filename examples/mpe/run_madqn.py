@@ -6,14 +6,15 @@
 Every MADQNConfig field is a flag too (e.g. --batch_size=64 --n_step=3).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, madqn
+from mava_systems import madqn
+from mava_systems.launching import launch
 
 # MPE's rewards are dense and its episodes short (25 steps): a discount of 0.9
 # values the next ~10 steps and keeps Q-values small; with 0.99 the greedy

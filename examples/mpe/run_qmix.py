@@ -7,14 +7,15 @@ Every QMIXConfig field is a flag too (e.g. --team_reward=sum --mixing_embed_dim=
 any registered cooperative environment (e.g. debug/two_step_v0).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, qmix  # noqa: E402
+from mava_systems import qmix  # noqa: E402
+from mava_systems.launching import launch
 
 # MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why), and
 # QMIX's own: MPE's states (positions) have no bound, and hypernetworks reading them raw

@@ -7,14 +7,15 @@ Every VDNConfig field is a flag too (e.g. --team_reward=sum); `--env` takes
 any registered cooperative environment (e.g. debug/two_step_v0).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, vdn  # noqa: E402
+from mava_systems import vdn  # noqa: E402
+from mava_systems.launching import launch
 
 # MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why).
 MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}

@@ -9,14 +9,15 @@ Every MAPPOConfig field is a flag too (e.g. --critic=decentralised for IPPO); `-
 id the package registers (see docs/environments.md). Returns are the sum over agents.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, mappo
+from mava_systems import mappo
+from mava_systems.launching import launch
 
 main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig,
                            default_env="rware/rware-tiny-2ag-v2")

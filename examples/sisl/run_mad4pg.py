@@ -7,14 +7,15 @@ Every MAD4PGConfig field is a flag too (e.g. --vmin=-150 --vmax=150 --num_atoms=
 support, which should cover the environment's discounted returns).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, maddpg
+from mava_systems import maddpg
+from mava_systems.launching import launch
 
 main = launch.example_main(maddpg.MAD4PG, maddpg.MAD4PGConfig, default_env="sisl/multiwalker_v9")
 

@@ -6,14 +6,15 @@
 Every MADDPGConfig field is a flag too (e.g. --critic=decentralised --target_update_rate=0.005).
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import launch, maddpg
+from mava_systems import maddpg
+from mava_systems.launching import launch
 
 main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="sisl/multiwalker_v9")
 

@@ -6,7 +6,7 @@ from typing import Any, Iterator, Optional
 from acme.tf import variable_utils
 import reverb
 
-from mava_systems.components.actor_critic import action_bounds
+from mava_systems.training.actor_critic import action_bounds
 from mava_systems.dmpo.execution import DMPOExecutor
 from mava_systems.dmpo.networks import DMPONetworks, make_networks
 from mava_systems.dmpo.training import DMPOTrainer

@@ -7,7 +7,7 @@ from acme.tf import variable_utils
 import numpy as np
 import tensorflow as tf
 
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.exploration import ConstantEpsilon
 from mava_systems.dmpo.networks import DMPONetworks
 from mava_systems.madqn.execution import MADQNExecutor
 from mava_systems.madqn.networks import observation_to_input

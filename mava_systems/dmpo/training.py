@@ -11,7 +11,7 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.training.trainer_loop import TrainerLoop
 from mava_systems.dmpo.networks import DMPONetworks
 from mava_systems.madqn.networks import observation_to_input, variables_as_numpy
 

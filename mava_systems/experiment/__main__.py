@@ -14,7 +14,7 @@ import shlex
 import sys
 from typing import List, Optional, Sequence
 
-from mava_systems import console
+from mava_systems.terminal import console
 # The rest of the package is imported once the flags are parsed and checked (it imports
 # TensorFlow): `--help` and bad flags are answered without.
 # pylint: disable=import-outside-toplevel

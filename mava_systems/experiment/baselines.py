@@ -8,7 +8,7 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
-from mava_systems.components.environment_loop import EnvironmentLoop
+from mava_systems.acting.environment_loop import EnvironmentLoop
 import wrappers
 
 

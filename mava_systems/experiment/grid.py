@@ -15,7 +15,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mava_systems import registry
-from mava_systems.components import exploration
+from mava_systems.acting import exploration
 import wrappers
 
 SETTINGS_FILE = "experiment.json"
@@ -262,7 +262,7 @@ def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str
         raise ValueError(f"--out {out} is a file, not a directory; use another --out")
     # pylint: disable=import-outside-toplevel  (it imports TensorFlow; the command line checks
     # its flags without)
-    from mava_systems.components.run_directory import move_aside
+    from mava_systems.runs.run_directory import move_aside
     moved_to = move_aside(os.path.abspath(out)) if start_fresh else None
     path = os.path.join(out, SETTINGS_FILE)
     settings = grid.settings()

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from mava_systems import plot
-from mava_systems.components import run_directory
+from mava_systems.runs import run_directory
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import run_one
 

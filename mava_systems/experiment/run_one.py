@@ -3,7 +3,7 @@
     python -m mava_systems.experiment.run_one --system=madqn --env=debug/line_world_v0 \\
         --run_dir=DIR --max_executor_steps=2000 --lp_launch_type=local_mt [--<config field>=...]
 
-The flags are an example's (see `mava_systems.launch.example_main`) for the
+The flags are an example's (see `mava_systems.launching.launch.example_main`) for the
 system `--system` names, so the run starts, resumes and refuses bad input like
 any example run. Once the program has reached its step limit, the latest
 trainer checkpoint is evaluated greedily (`mava_systems.evaluate`) and the
@@ -17,9 +17,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags, logging
 
-from mava_systems import console, evaluate, launch, registry
-from mava_systems.components import lifecycle
-from mava_systems.components.run_directory import read_status
+from mava_systems import evaluate, registry
+from mava_systems.terminal import console
+from mava_systems.launching import launch
+from mava_systems.nodes import lifecycle
+from mava_systems.runs.run_directory import read_status
 from mava_systems.experiment import systems
 
 FINAL_EVALUATION_FILE = "final_evaluation.json"

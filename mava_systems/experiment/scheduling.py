@@ -17,10 +17,10 @@ import time
 from typing import Dict, List, Optional, Sequence, TextIO
 
 from mava_systems import registry
-from mava_systems.components.run_directory import read_status
+from mava_systems.runs.run_directory import read_status
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import run_one, systems
-from mava_systems.progress import CLEAR_LINE, CountRate, format_duration, read_snapshot
+from mava_systems.terminal.progress import CLEAR_LINE, CountRate, format_duration, read_snapshot
 
 LOGS_DIR = "logs"
 POLL_S = 0.5

@@ -8,7 +8,7 @@ import dm_env
 import numpy as np
 import tensorflow as tf
 
-from mava_systems.components.exploration import ConstantEpsilon
+from mava_systems.acting.exploration import ConstantEpsilon
 from mava_systems.impala.networks import IMPALANetworks
 from mava_systems.madqn.execution import MADQNExecutor
 from mava_systems.madqn.networks import mask_illegal, observation_to_input

@@ -7,7 +7,7 @@ from dm_env import specs
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.recurrent_states import refuse_recurrent
+from mava_systems.acting.recurrent_states import refuse_recurrent
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network
 

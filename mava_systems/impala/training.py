@@ -10,8 +10,8 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 import trfl
 
-from mava_systems.components.sequences import time_major
-from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.data.sequences import time_major
+from mava_systems.training.trainer_loop import TrainerLoop
 from mava_systems.impala.networks import IMPALANetworks
 from mava_systems.madqn.networks import mask_illegal, observation_to_input, variables_as_numpy
 

@@ -8,9 +8,9 @@ from acme.tf import variable_utils
 import reverb
 
 from mava_systems.builders import NStepReplayBuilder
-from mava_systems.components.actor_critic import action_bounds
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.variables import VersionedVariableClient
+from mava_systems.training.actor_critic import action_bounds
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.nodes.variables import VersionedVariableClient
 from mava_systems.madqn.execution import ExplorationSchedule
 from mava_systems.maddpg.execution import MADDPGExecutor
 from mava_systems.maddpg.networks import CriticInputs, MADDPGNetworks, make_networks

@@ -3,7 +3,7 @@
 import functools
 from typing import Any, Dict, List, Optional, Sequence
 
-from mava_systems.components.exploration import ConstantEpsilon, log_spread
+from mava_systems.acting.exploration import ConstantEpsilon, log_spread
 from mava_systems.maddpg.builder import MAD4PGBuilder, MADDPGBuilder
 from mava_systems.maddpg.config import MAD4PGConfig, MADDPGConfig
 from mava_systems.maddpg.networks import (MADDPGNetworkFactory, check_continuous_actions,

@@ -13,7 +13,7 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.training.trainer_loop import TrainerLoop
 from mava_systems.maddpg.networks import CriticInputs, MADDPGNetworks
 from mava_systems.madqn.networks import observation_to_input, variables_as_numpy
 from mava_systems.madqn.training import merge_agents, split_agents

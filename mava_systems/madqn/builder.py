@@ -7,8 +7,8 @@ from acme.tf import variable_utils
 import reverb
 
 from mava_systems.builders import REPLAY_TABLE, NStepReplayBuilder
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.variables import VersionedVariableClient
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.nodes.variables import VersionedVariableClient
 from mava_systems.madqn.execution import (ExplorationSchedule, MADQNExecutor,
                                           RecurrentMADQNExecutor)
 from mava_systems.madqn.networks import MADQNNetworks, make_networks

@@ -8,10 +8,10 @@ import dm_env
 import numpy as np
 import tensorflow as tf
 
-from mava_systems.components.numpy_networks import NumpyNetworks
-from mava_systems.components.multi_environment import row_generator
-from mava_systems.components.recurrent_states import RecurrentStates, present_rows
-from mava_systems.components.stacking import AgentStacker
+from mava_systems.acting.numpy_networks import NumpyNetworks
+from mava_systems.acting.multi_environment import row_generator
+from mava_systems.acting.recurrent_states import RecurrentStates, present_rows
+from mava_systems.data.stacking import AgentStacker
 from mava_systems.madqn.networks import (MADQNNetworks, legal_action_mask, mask_illegal,
                                          numpy_legal_action_mask, observation_to_input)
 from wrappers import OLT
@@ -58,7 +58,7 @@ class MADQNExecutor:
 
     All agents sharing a network act in one batched forward pass. When every
     acting network has a NumPy twin (the default networks do, see
-    `components.numpy_networks`) that pass runs in NumPy (`_numpy_policy`),
+    `acting.numpy_networks`) that pass runs in NumPy (`_numpy_policy`),
     its weights re-read whenever the variable client copied new variables, or
     at each episode start without a client (`NumpyNetworks.sync`; call
     `refresh_weights()` after changing the variables otherwise); other

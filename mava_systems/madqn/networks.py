@@ -9,9 +9,9 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin, numpy_twin,
+from mava_systems.acting.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin, numpy_twin,
                                                     register_numpy_twin, sequential_twin)
-from mava_systems.components.recurrent_states import is_recurrent
+from mava_systems.acting.recurrent_states import is_recurrent
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
 # network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions],
@@ -35,7 +35,7 @@ class MLPQNetwork(snt.Module):
 
 @register_numpy_twin(MLPQNetwork)
 def _numpy_mlp_q_network(network: MLPQNetwork) -> Optional[NumpyLayer]:
-    """An `MLPQNetwork`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    """An `MLPQNetwork`'s NumPy twin (for acting, see `acting.numpy_networks`)."""
     return sequential_twin(FLATTEN, mlp_twin(network.linears, tf.nn.relu, activate_final=False))
 
 
@@ -96,7 +96,7 @@ class NumpyRecurrentQNetwork(NumpyLayer):
 
 @register_numpy_twin(RecurrentQNetwork)
 def _numpy_recurrent_q_network(network: RecurrentQNetwork) -> Optional[NumpyLayer]:
-    """A `RecurrentQNetwork`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    """A `RecurrentQNetwork`'s NumPy twin (for acting, see `acting.numpy_networks`)."""
     parts = (sequential_twin(FLATTEN, network.input_layer), numpy_twin(network.gru),
              numpy_twin(network.head))
     return None if any(part is None for part in parts) else NumpyRecurrentQNetwork(*parts)

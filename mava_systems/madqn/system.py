@@ -3,7 +3,7 @@
 import functools
 from typing import Any, Dict, Optional, Sequence
 
-from mava_systems.components.exploration import default_schedules
+from mava_systems.acting.exploration import default_schedules
 from mava_systems.madqn.builder import MADQNBuilder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.execution import ExplorationSchedule

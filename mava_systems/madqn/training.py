@@ -19,11 +19,11 @@ import tensorflow as tf
 import tree
 import trfl
 
-from mava_systems.components.optimizers import ConcatenatedAdam
-from mava_systems.components.sequence_adder import STEP_MASK
-from mava_systems.components.sequences import (merge_batch_and_agents, n_step_targets,
+from mava_systems.training.optimizers import ConcatenatedAdam
+from mava_systems.data.sequence_adder import STEP_MASK
+from mava_systems.data.sequences import (merge_batch_and_agents, n_step_targets,
                                                swap_batch_and_time, time_major)
-from mava_systems.components.trainer_loop import PRIORITIES, TrainerLoop
+from mava_systems.training.trainer_loop import PRIORITIES, TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)
 from wrappers import OLT

@@ -9,7 +9,7 @@ from dm_env import specs
 import numpy as np
 import reverb
 
-from mava_systems.components.variables import VersionedVariableClient
+from mava_systems.nodes.variables import VersionedVariableClient
 from mava_systems.builders import SequenceQueueBuilder
 from mava_systems.mappo.execution import (AGENTS, CRITIC_STATE, POLICY_STATE, MAPPOExecutor,
                                           RecurrentMAPPOExecutor)

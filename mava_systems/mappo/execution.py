@@ -10,9 +10,9 @@ import numpy as np
 import tensorflow as tf
 import tree
 
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.numpy_networks import NumpyNetworks
-from mava_systems.components.recurrent_states import RecurrentStates, present_rows
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.acting.numpy_networks import NumpyNetworks
+from mava_systems.acting.recurrent_states import RecurrentStates, present_rows
 from mava_systems.madqn.execution import MADQNExecutor, RecurrentMADQNExecutor
 from mava_systems.mappo.networks import MAPPONetworks
 from wrappers import OLT

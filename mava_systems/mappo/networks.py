@@ -9,10 +9,10 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.numpy_networks import (FLATTEN, NumpyLayer, numpy_twin,
+from mava_systems.acting.numpy_networks import (FLATTEN, NumpyLayer, numpy_twin,
                                                     register_numpy_twin, sequential_twin)
-from mava_systems.components.recurrent_states import is_recurrent
-from mava_systems.components.recurrent_unroll import gru_unroll_from_stored
+from mava_systems.acting.recurrent_states import is_recurrent
+from mava_systems.training.recurrent_unroll import gru_unroll_from_stored
 from mava_systems.madqn.networks import observation_to_input
 from mava_systems.mappo.policies import make_head
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
@@ -59,7 +59,7 @@ class GaussianPolicy(snt.Module):
 
 @register_numpy_twin(CategoricalPolicy)
 def _numpy_categorical_policy(policy: CategoricalPolicy) -> Optional[NumpyLayer]:
-    """A `CategoricalPolicy`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    """A `CategoricalPolicy`'s NumPy twin (for acting, see `acting.numpy_networks`)."""
     return sequential_twin(FLATTEN, policy._mlp)  # pylint: disable=protected-access
 
 
@@ -192,7 +192,7 @@ class NumpyRecurrentMLPCore(NumpyLayer):
 
 
 def _numpy_recurrent_core(core: RecurrentMLPCore) -> Optional[NumpyLayer]:
-    """A `RecurrentMLPCore`'s NumPy twin (for acting, see `components.numpy_networks`)."""
+    """A `RecurrentMLPCore`'s NumPy twin (for acting, see `acting.numpy_networks`)."""
     parts = (sequential_twin(FLATTEN, core.input_layer), numpy_twin(core.gru),
              numpy_twin(core.head))
     return None if any(part is None for part in parts) else NumpyRecurrentMLPCore(core, *parts)

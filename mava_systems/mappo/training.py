@@ -15,7 +15,7 @@ import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from mava_systems.components.trainer_loop import TrainerLoop
+from mava_systems.training.trainer_loop import TrainerLoop
 from mava_systems.madqn.networks import variables_as_numpy
 from mava_systems.mappo.config import MAPPOConfig
 from mava_systems.mappo.execution import AGENTS, CRITIC_STATE, POLICY_STATE

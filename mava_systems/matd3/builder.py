@@ -2,7 +2,7 @@
 
 from typing import Any, Dict
 
-from mava_systems.components.actor_critic import action_bounds
+from mava_systems.training.actor_critic import action_bounds
 from mava_systems.maddpg.builder import MADDPGBuilder
 from mava_systems.maddpg.networks import MADDPGNetworks
 from mava_systems.matd3.networks import check_twin_critics

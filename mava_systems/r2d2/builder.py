@@ -12,8 +12,8 @@ import numpy as np
 import reverb
 import tree
 
-from mava_systems.components.exploration import ConstantEpsilon
-from mava_systems.components.replay import StopAwareClient
+from mava_systems.acting.exploration import ConstantEpsilon
+from mava_systems.nodes.replay import StopAwareClient
 from mava_systems.madqn.builder import REPLAY_TABLE, MADQNBuilder
 from mava_systems.madqn.execution import ExplorationSchedule
 from mava_systems.r2d2.execution import R2D2Executor

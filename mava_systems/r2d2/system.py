@@ -6,8 +6,8 @@ from typing import Any, Dict, Optional
 from acme.utils import counting
 import launchpad as lp
 
-from mava_systems.components.cacher import CacherNode
-from mava_systems.components.exploration import default_schedules
+from mava_systems.nodes.cacher import CacherNode
+from mava_systems.acting.exploration import default_schedules
 from mava_systems.r2d2.builder import R2D2Builder
 from mava_systems.r2d2.config import R2D2Config
 from mava_systems.r2d2.networks import RecurrentQNetworkFactory, make_recurrent_q_network

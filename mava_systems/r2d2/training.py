@@ -9,7 +9,7 @@ import reverb
 import tensorflow as tf
 import tree
 
-from mava_systems.components.sequences import (merge_batch_and_agents, sequence_priorities,
+from mava_systems.data.sequences import (merge_batch_and_agents, sequence_priorities,
                                                time_major)
 from mava_systems.madqn.networks import mask_illegal
 from mava_systems.madqn.training import MADQNTrainer

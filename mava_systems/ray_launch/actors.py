@@ -13,8 +13,8 @@ from absl import flags, logging
 from launchpad import address as lp_address
 import ray
 
-from mava_systems import allocator, cpu_placement
-from mava_systems.components.lifecycle import failed_nodes_are_restarted
+from mava_systems.launching import allocator, cpu_placement
+from mava_systems.nodes.lifecycle import failed_nodes_are_restarted
 # Imported for its flags: the actor parses --lp_launch_type=ray and the --ray_* flags.
 from mava_systems.ray_launch import flags as ray_flags  # noqa: F401
 from mava_systems.ray_launch.runtime import NodeRuntime
@@ -37,7 +37,7 @@ class NodeSpec:
     # The names of the nodes whose handles it holds, and the Reverb ones among them.
     uses: List[str] = dataclasses.field(default_factory=list)
     uses_reverb: List[str] = dataclasses.field(default_factory=list)
-    # The cores its process runs on once the node is made (see `mava_systems.cpu_placement`);
+    # The cores its process runs on once the node is made (see `mava_systems.launching.cpu_placement`);
     # empty: anywhere.
     cpus: Tuple[int, ...] = ()
 

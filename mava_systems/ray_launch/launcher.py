@@ -27,8 +27,8 @@ from launchpad.nodes.python import node as lp_python
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from mava_systems import cpu_placement
-from mava_systems.node_naming import named_nodes
+from mava_systems.launching import cpu_placement
+from mava_systems.launching.node_naming import named_nodes
 from mava_systems.ray_launch import RECORD_FILE
 from mava_systems.ray_launch.actors import CONTROLLER_NAME, Controller, NodeActor, NodeSpec
 from mava_systems.ray_launch.config import BUILT_IN_RESOURCES, RayLaunchConfig
@@ -102,7 +102,7 @@ def _runtime_env(config: RayLaunchConfig) -> Dict[str, Any]:
         env_vars["PYTHONPATH"] = os.pathsep.join(
             [path for path in sys.path if path and os.path.isdir(path)]
             + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        if os.environ.get("LD_PRELOAD"):  # The allocator (mava_systems.allocator): a path here.
+        if os.environ.get("LD_PRELOAD"):  # The allocator (mava_systems.launching.allocator): a path here.
             env_vars["LD_PRELOAD"] = os.environ["LD_PRELOAD"]
     env_vars.update(runtime_env.get("env_vars", {}))
     runtime_env["env_vars"] = env_vars
@@ -439,7 +439,7 @@ def launch(program: lp.Program, config: Optional[RayLaunchConfig] = None,
       program: the Launchpad program (Courier, Reverb and Python-class nodes).
       config: where and how to run it (default: a local Ray on 127.0.0.1).
       record_dir: where to write `ray_nodes.json`, the placement and restarts of every node.
-      cpu_placement_mode: "auto" or "none" (see `mava_systems.cpu_placement`); applies to a
+      cpu_placement_mode: "auto" or "none" (see `mava_systems.launching.cpu_placement`); applies to a
         local Ray this launch starts, not to a cluster given by address.
 
     Raises:

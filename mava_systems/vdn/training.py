@@ -5,7 +5,7 @@ from typing import Any, NamedTuple, Tuple
 from acme import types as acme_types
 import tensorflow as tf
 
-from mava_systems.components.sequences import swap_batch_and_time, time_major
+from mava_systems.data.sequences import swap_batch_and_time, time_major
 from mava_systems.madqn.training import (JointLoss, MADQNTrainer, SequenceLearning, agent_q_values,
                                          chosen_q_values, double_q_values)
 

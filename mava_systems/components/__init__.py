@@ -1,1 +1,0 @@
-"""Components shared by every system: nodes, loops, loggers, checkpointing."""

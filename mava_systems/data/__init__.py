@@ -1,0 +1,2 @@
+"""Data to and from replay: transition and sequence adders, sequence batches, packing, stacking
+agents per network."""
