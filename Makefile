@@ -31,7 +31,7 @@ run: $(STAMP)
 	$(PY) examples/mpe/run_madqn.py $(RUN_FLAGS) $(RUN_ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The documentation site (into site/); warnings are errors. tests/test_docs.py builds it too.
 docs: $(STAMP)
