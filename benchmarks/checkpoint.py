@@ -53,8 +53,8 @@ def main() -> None:
 
     from mava_systems.acting.environment_loop import EnvironmentLoop
     from mava_systems.runs.replay_checkpointing import (latest_replay_checkpoint,
-                                                              save_replay,
-                                                              start_restored_server)
+                                                        save_replay,
+                                                        start_restored_server)
     from mava_systems.madqn.builder import REPLAY_TABLE
 
     system, server, client = common.local_madqn("checkpoint", seed=args.seed,

@@ -40,12 +40,12 @@ from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import program_stop_event
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient,
-                                            make_trajectory_dataset)
+                                       make_trajectory_dataset)
 from mava_systems.runs.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.data.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
 from mava_systems.data.stacking import AgentStacker
 from mava_systems.data.transition_adder import (NStepTransitionAdder,
-                                                      transition_extras_spec)
+                                                transition_extras_spec)
 from mava_systems.specs import MAEnvironmentSpec
 
 # The one table every builder's replay (or queue) has; the trainer's dataset reads it.

@@ -51,7 +51,7 @@ import reverb
 from mava_systems.nodes.counting import ExecutorCounter
 from mava_systems.nodes.lifecycle import call_unless_stopped
 from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
-                                                       MultiEnvironmentLoop, environment_seeds)
+                                                   MultiEnvironmentLoop, environment_seeds)
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
 from wrappers.agent_ids import WithAgentIDs

@@ -30,10 +30,10 @@ from mava_systems.runs.logging import TensorBoardLogger, make_logger
 from mava_systems.runs.replay_checkpointing import ReplayNode
 from mava_systems.runs.disk_space import check_free_space
 from mava_systems.runs.run_directory import (RunStatus, check_description,
-                                                   check_logs_have_checkpoints, check_writable,
-                                                   drop_partial_log_rows, hold, move_aside,
-                                                   read_status, release, roll_back_logs,
-                                                   save_description, save_run_config)
+                                             check_logs_have_checkpoints, check_writable,
+                                             drop_partial_log_rows, hold, move_aside,
+                                             read_status, release, roll_back_logs,
+                                             save_description, save_run_config)
 
 
 def default_run_dir(name: str, root: str = "runs") -> str:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from acme.utils import counting
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,7 +16,7 @@ from mava_systems import madqn
 from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import NODE_FAILURES_FILE_ENV
 from mava_systems.acting.environment_loop import (MAX_FAILED_EPISODES, EnvironmentFailure,
-                                                      EnvironmentLoop)
+                                                  EnvironmentLoop)
 from mava_systems.runs.run_directory import LOCK_FILE, RUN_FILE
 from mava_systems.evaluate import load_system
 import wrappers
@@ -149,13 +150,14 @@ class AbandonCountingExecutor(RandomLegalExecutor):
 def test_an_environment_that_raises_has_its_episode_dropped_and_restarted(caplog):
     executor = AbandonCountingExecutor()
     environment = wrappers.ParallelEnvWrapper(FailingLineWorld(failing={1, 3}))
-    loop = EnvironmentLoop(environment, executor)
+    counter = counting.Counter()
+    loop = EnvironmentLoop(environment, executor, counter)
     with caplog.at_level(logging.ERROR):
         loop.run(num_episodes=3)
     assert executor.abandoned == 2
     assert caplog.text.count("environment line_world_v0: step() raised RuntimeError: simulator "
                              "crashed; the episode is dropped and a new one starts") == 2
-    assert loop._counter.get_counts() == {"episodes": 3, "steps": 30}  # Failed ones not counted.
+    assert counter.get_counts() == {"episodes": 3, "steps": 30}  # Failed ones not counted.
 
 
 def test_an_environment_that_keeps_raising_stops_the_run_with_its_error():

@@ -16,11 +16,11 @@ import reverb
 import tensorflow as tf
 
 from mava_systems.runs.checkpointing import (CheckpointError, Checkpointing,
-                                                   latest_readable_checkpoint)
+                                             latest_readable_checkpoint)
 from mava_systems.nodes.counting import (CheckpointedCounter, ExecutorCounter,
-                                              executor_steps_key)
+                                         executor_steps_key)
 from mava_systems.runs.replay_checkpointing import (latest_replay_checkpoint, save_replay,
-                                                          start_restored_server)
+                                                    start_restored_server)
 from mava_systems.runs.run_directory import drop_partial_log_rows, read_status
 
 

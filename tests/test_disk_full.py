@@ -27,8 +27,8 @@ from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import NODE_FAILURES_FILE_ENV
 from mava_systems.runs.logging import make_logger
 from mava_systems.runs.replay_checkpointing import (latest_replay_checkpoint,
-                                                          replay_checkpoint_directory,
-                                                          save_replay, start_restored_server)
+                                                    replay_checkpoint_directory,
+                                                    save_replay, start_restored_server)
 from mava_systems.runs.run_directory import RUN_FILE, read_status
 
 import program_helpers

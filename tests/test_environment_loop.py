@@ -372,7 +372,7 @@ def test_episodes_of_one_count_interval_go_in_one_increment_and_each_row_has_its
     loop = EnvironmentLoop(wrappers.make_environment_factory("debug/line_world_v0")(seed=0),
                            RandomLegalExecutor(), counter, logger, stop_event=threading.Event(),
                            step_limit=step_limit)
-    loop.count_interval_s = 60.0
+    loop.counting.count_interval_s = 60.0
     loop.run(num_episodes=40)
     sizes = [increment["episodes"] for increment in counter.increments]
     assert sum(sizes) == 40 and sum(increment["steps"] for increment in counter.increments) == 400

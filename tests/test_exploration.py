@@ -8,8 +8,8 @@ import tensorflow as tf
 import wrappers
 from mava_systems import madqn
 from mava_systems.acting.exploration import (ConstantEpsilon, LinearEpsilon,
-                                                 default_schedules, executor_epsilons,
-                                                 parse_schedule)
+                                             default_schedules, executor_epsilons,
+                                             parse_schedule)
 from mava_systems.madqn.execution import MADQNExecutor
 from wrappers import OLT
 

@@ -15,8 +15,8 @@ from mava_systems.nodes.counting import ExecutorCounter
 from mava_systems.acting.environment_loop import EnvironmentLoop
 from mava_systems.acting.exploration import ConstantEpsilon, LinearEpsilon
 from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
-                                                       MultiEnvironmentLoop, RowSplitGenerator,
-                                                       environment_seeds)
+                                                   MultiEnvironmentLoop, RowSplitGenerator,
+                                                   environment_seeds)
 from mava_systems.data.transition_adder import NStepTransitionAdder
 from mava_systems.madqn.config import MADQNConfig
 from mava_systems.madqn.system import RESUME_SEED_STRIDE
@@ -434,7 +434,7 @@ def test_the_loop_steps_on_while_episode_counts_wait_for_the_counter():
     factory = wrappers.make_environment_factory("debug/line_world_v0")
     loop = MultiEnvironmentLoop([factory(seed=0), factory(seed=1)], executor, counter=counter,
                                 logger=logger, stop_event=threading.Event())
-    loop.count_interval_s = 0.0  # Every episode's count sent as it ends.
+    loop.counting.count_interval_s = 0.0  # Every episode's count sent as it ends.
     thread = threading.Thread(target=lambda: loop.run(num_steps=100))
     thread.start()
     deadline = time.monotonic() + 30
@@ -468,7 +468,7 @@ def test_episodes_ending_together_are_gathered_far_from_the_limit_and_counted_on
     loop = MultiEnvironmentLoop([factory(seed=seed) for seed in range(4)],
                                 RandomMultiExecutor(4), counter=counter, logger=logger,
                                 stop_event=threading.Event(), step_limit=step_limit)
-    loop.count_interval_s = 60.0
+    loop.counting.count_interval_s = 60.0
     loop.run(num_steps=400)
     sizes = [increment["episodes"] for increment in counter.increments]
     assert sum(sizes) == 40 and sum(increment["steps"] for increment in counter.increments) == 400

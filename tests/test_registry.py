@@ -13,13 +13,13 @@ import pytest  # noqa: E402
 from dm_env import specs  # noqa: E402
 
 from wrappers import (  # noqa: E402
-    AECEnvWrapper,
-    EnvironmentFactory,
-    MultiAgentEnvironment,
-    ParallelEnvWrapper,
-    available_environments,
-    make_environment_factory,
-)
+                      AECEnvWrapper,
+                      EnvironmentFactory,
+                      MultiAgentEnvironment,
+                      ParallelEnvWrapper,
+                      available_environments,
+                      make_environment_factory,
+                      )
 from wrappers.registry import _FAMILIES, _USER  # noqa: E402
 
 

@@ -16,8 +16,8 @@ from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.counting import CheckpointedCounter
 from mava_systems.runs.logging import TensorBoardLogger
 from mava_systems.runs.run_directory import (ROLLED_BACK_FILE, RUN_FILE, RunStatus,
-                                                   check_and_save_description, logged_counts,
-                                                   move_aside, read_status, roll_back_logs)
+                                             check_and_save_description, logged_counts,
+                                             move_aside, read_status, roll_back_logs)
 from mava_systems.terminal.progress import CountRate, read_snapshot
 
 IDENTITY = ["environment", "agents", "replay_items"]

@@ -118,7 +118,7 @@ def test_rows_fall_at_every_multiple_with_the_variables_of_that_step(slow):
                              stop_event=stop, step_limit=limit)
              for i in range(num_loops)]
     for each in loops:
-        each.count_interval_s = 0.0  # Every episode counted as it ends: one per increment.
+        each.counting.count_interval_s = 0.0  # Every episode counted as it ends: one per increment.
     threads = [threading.Thread(target=each.run) for each in loops]
     # `run` would watch the program's stop; the test's loop is `_run` with the test's event.
     evaluator_thread = threading.Thread(target=step_evaluator._run)

@@ -205,7 +205,7 @@ def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error(monkeypa
     from launchpad import context as lp_context
 
     from mava_systems.nodes.lifecycle import (NODE_FAILURES_FILE_ENV, ProgramStopping,
-                                                   run_watched)
+                                              run_watched)
 
     failures_path = tmp_path / "failures.txt"
     monkeypatch.setenv(NODE_FAILURES_FILE_ENV, str(failures_path))

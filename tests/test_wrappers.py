@@ -16,12 +16,12 @@ from pettingzoo.test import parallel_api_test  # noqa: E402
 from pettingzoo.utils.env import ParallelEnv  # noqa: E402
 
 from wrappers import (  # noqa: E402
-    OLT,
-    AECEnvWrapper,
-    MultiAgentEnvironment,
-    ParallelEnvWrapper,
-    make_environment_factory,
-)
+                      OLT,
+                      AECEnvWrapper,
+                      MultiAgentEnvironment,
+                      ParallelEnvWrapper,
+                      make_environment_factory,
+                      )
 from wrappers.debug_envs import LineWorldEnv, parallel_env as line_world  # noqa: E402
 
 # --------------------------------------------------------------------------- helpers

@@ -15,6 +15,7 @@ its own from the call's rows, resets them when its environment's episode starts
 and stores them with its environment's sequences.
 """
 
+import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from absl import logging
@@ -22,10 +23,10 @@ import dm_env
 import numpy as np
 import tree
 
-from mava_systems.acting.environment_loop import (MAX_FAILED_EPISODES, CountedLoop,
-                                                      EnvironmentFailure, EpisodeStatistics,
-                                                      call_environment)
-from mava_systems.nodes.lifecycle import ProgramStopping, run_watched
+from mava_systems.acting.environment_loop import (MAX_FAILED_EPISODES, EnvironmentFailure,
+                                                  EpisodeStatistics, call_environment)
+from mava_systems.acting.step_counting import StepCounting
+from mava_systems.nodes.lifecycle import ProgramStopping, program_stop_event, run_watched
 from mava_systems.nodes.replay import close_this_threads_writers
 
 
@@ -168,7 +169,7 @@ class MultiEnvironmentExecutor:
         self.actor.update(wait)
 
 
-class MultiEnvironmentLoop(CountedLoop):
+class MultiEnvironmentLoop:
     """`EnvironmentLoop` for N environments stepped together by a `MultiEnvironmentExecutor`.
 
     Every iteration, each running environment takes one step, all acting from
@@ -182,17 +183,21 @@ class MultiEnvironmentLoop(CountedLoop):
     `EnvironmentFailure`.
 
     Episode counts go to the counter without waiting for its replies (see
-    `CountedLoop`): each row is logged once its reply is read, at the start of
+    `step_counting`): each row is logged once its reply is read, at the start of
     an iteration after it came, and the loop waits for the replies before
     starting an episode only near the step limit, or before sending more than
     one count per environment the counter has not answered.
     """
 
     def __init__(self, environments: Sequence[Any], executor: MultiEnvironmentExecutor,
-                 **loop_options: Any):
-        """`loop_options` are `CountedLoop`'s (counter, logger, extra_log_fn, stop_event,
-        step_limit, steps_key)."""
-        super().__init__(**loop_options)
+                 extra_log_fn: Optional[Callable[[], Dict[str, Any]]] = None,
+                 stop_event: Optional[threading.Event] = None, **counting_options: Any):
+        """`counting_options` are `StepCounting`'s (counter, logger, step_limit, steps_key)."""
+        self._extra_log_fn = extra_log_fn
+        self._stop_event = stop_event or program_stop_event()
+        self.results: List[Dict[str, Any]] = []  # Every finished episode's statistics.
+        self.counting = StepCounting(stop_event=self._stop_event, on_row=self.results.append,
+                                     **counting_options)
         if len(environments) != executor.num_environments:
             raise ValueError(f"{len(environments)} environments for an executor acting for "
                              f"{executor.num_environments}")
@@ -204,7 +209,6 @@ class MultiEnvironmentLoop(CountedLoop):
         self._episodes: List[Optional[EpisodeStatistics]] = [None] * count
         self._finished = [False] * count  # No new episode: the step limit was reached.
         self._failures = [0] * count
-        self.results: List[Dict[str, Any]] = []  # Every finished episode's statistics.
 
     def run(self, num_steps: Optional[int] = None) -> None:
         """Steps the environments until `num_steps` environment steps were taken, the step limit
@@ -214,21 +218,18 @@ class MultiEnvironmentLoop(CountedLoop):
     def _run(self, num_steps: Optional[int]) -> None:
         taken = 0
         try:
-            self._read_first_counts()
+            self.counting.read_first_counts()
             while num_steps is None or taken < num_steps:
                 if not self._start_episodes():
-                    self._settle()
-                    logging.info("%s=%d reached the limit %d: no new episode; waiting for the "
-                                 "program to stop", self._steps_key,
-                                 self._counts[self._steps_key], self._step_limit)
-                    self._stop_event.wait()
+                    self.counting.settle()
+                    self.counting.wait_at_the_limit()
                     return
                 taken += self._step_running()
-            self._flush()
+            self.counting.flush()
         except ProgramStopping:
             pass
         finally:
-            self._close_count_sender()
+            self.counting.close()
             if self._stop_event.is_set():
                 close_this_threads_writers()
 
@@ -254,13 +255,13 @@ class MultiEnvironmentLoop(CountedLoop):
 
     def _start_episodes(self) -> bool:
         """Resets every environment that has no episode and may start one; whether any runs."""
-        self._settle(wait=False)
+        self.counting.settle(wait=False)
         for index, episode in enumerate(self._episodes):
             if episode is not None or self._finished[index]:
                 continue
-            if self._reply_needed():
-                self._settle()
-            if self._limit_reached(self._counts):
+            if self.counting.reply_needed():
+                self.counting.settle()
+            if self.counting.limit_reached():
                 self._finished[index] = True
                 continue
             try:
@@ -292,16 +293,11 @@ class MultiEnvironmentLoop(CountedLoop):
             raise ProgramStopping()  # Before the counter call: the counter may be gone.
         episode = self._episodes[index]
         episode.end()
-        self._count(episode, self._extra_log_fn() if self._extra_log_fn is not None else {},
-                    max_unanswered=len(self._environments))
+        self.counting.count(episode,
+                            self._extra_log_fn() if self._extra_log_fn is not None else {},
+                            max_unanswered=len(self._environments))
         self._episodes[index] = None
         self._failures[index] = 0
-
-    def _log(self, episode: EpisodeStatistics, extra: Dict[str, Any],
-             counts: Dict[str, Any]) -> Dict[str, Any]:
-        result = super()._log(episode, extra, counts)
-        self.results.append(result)
-        return result
 
     def _failed(self, index: int, failure: EnvironmentFailure) -> None:
         """Drops environment `index`'s episode; raises after too many failures in a row."""

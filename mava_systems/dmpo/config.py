@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from mava_systems.config import (SHARED_WEIGHTS_DOC, UniformReplayConfig, bounded, check_sizes,
-                                  check_support, documented, sizes_doc)
+                                 check_support, documented, sizes_doc)
 
 
 @dataclasses.dataclass

@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from mava_systems.config import (SHARED_WEIGHTS_DOC, RunConfig, bounded, check_sizes, documented,
-                                  sizes_doc, validate)
+                                 sizes_doc, validate)
 
 
 @dataclasses.dataclass

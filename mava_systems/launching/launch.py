@@ -29,8 +29,8 @@ from mava_systems.launching import allocator, cpu_placement, node_processes
 from mava_systems.terminal import console
 from mava_systems.launching.node_naming import named_nodes, node_names
 from mava_systems.nodes.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
-                                               StopsProgramIfBuildFails,
-                                               exit_if_loops_were_abandoned)
+                                          StopsProgramIfBuildFails,
+                                          exit_if_loops_were_abandoned)
 from mava_systems.config import parse_json_object
 from mava_systems.acting import exploration
 from mava_systems.runs.disk_space import disk_full_message

@@ -4,7 +4,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from mava_systems.config import (MultiAgentConfig, bounded, check_sizes, documented, redefault,
-                                  sizes_doc, validate)
+                                 sizes_doc, validate)
 
 
 @dataclasses.dataclass

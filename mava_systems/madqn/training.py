@@ -22,7 +22,7 @@ import trfl
 from mava_systems.training.optimizers import ConcatenatedAdam
 from mava_systems.data.sequence_adder import STEP_MASK
 from mava_systems.data.sequences import (merge_batch_and_agents, n_step_targets,
-                                               swap_batch_and_time, time_major)
+                                         swap_batch_and_time, time_major)
 from mava_systems.training.trainer_loop import PRIORITIES, TrainerLoop
 from mava_systems.madqn.networks import (MADQNNetworks, mask_illegal, observation_to_input,
                                          variables_as_numpy)

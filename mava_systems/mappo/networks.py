@@ -10,7 +10,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from mava_systems.acting.numpy_networks import (FLATTEN, NumpyLayer, numpy_twin,
-                                                    register_numpy_twin, sequential_twin)
+                                                register_numpy_twin, sequential_twin)
 from mava_systems.acting.recurrent_states import is_recurrent
 from mava_systems.training.recurrent_unroll import gru_unroll_from_stored
 from mava_systems.madqn.networks import observation_to_input

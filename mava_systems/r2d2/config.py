@@ -5,7 +5,7 @@ import numbers
 from typing import Optional, Tuple
 
 from mava_systems.config import (SHARED_WEIGHTS_DOC, RunConfig, bounded, documented, sizes_doc,
-                                  validate)
+                                 validate)
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ import tensorflow as tf
 import tree
 
 from mava_systems.data.sequences import (merge_batch_and_agents, sequence_priorities,
-                                               time_major)
+                                         time_major)
 from mava_systems.madqn.networks import mask_illegal
 from mava_systems.madqn.training import MADQNTrainer
 from mava_systems.r2d2.networks import R2D2Networks, unroll

@@ -59,7 +59,7 @@ def latest_checkpoint_bytes(run_dir: str) -> Dict[str, int]:
     """The size of each node's newest checkpoint in the run directory, by node."""
     # Imported here: TensorFlow only when sizes are asked for (launching imports this module).
     from mava_systems.runs.checkpoint_files import (  # pylint: disable=import-outside-toplevel
-        REPLAY_NODE, indexed_checkpoints, latest_replay_checkpoint)
+                                                    REPLAY_NODE, indexed_checkpoints, latest_replay_checkpoint)
 
     sizes = {}
     for directory in sorted(glob.glob(os.path.join(run_dir, "checkpoints", "*", ""))):

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from mava_systems.nodes.counting import complete_counts
 from mava_systems.nodes.lifecycle import (ProgramStopping, keep_serving_after_stop,
-                                               program_stop_event, run_watched)
+                                          program_stop_event, run_watched)
 from mava_systems.nodes.replay import ReplayIterator
 
 # The fetch holding each sampled item's new replay priority (prioritised replay).
