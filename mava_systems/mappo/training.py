@@ -287,8 +287,9 @@ class MAPPOTrainer(TrainerLoop):
           key: the critic (and value normaliser) to use.
           steps: the batch's sequences [B, T, ...].
           critic_inputs: [B, T, A, C] what the critic sees at every step.
-          rewards, discounts: [B, T - 1, A] after each step's action (discounts not yet times
-            the config's discount; rewards not yet clipped).
+          rewards: [B, T - 1, A] after each step's action (not yet clipped).
+          discounts: [B, T - 1, A] after each step's action (not yet times the config's
+            discount).
           fresh: [B] which sequences are recent enough to train on.
         """
         old_values = self.sequence_values(key, steps, critic_inputs)  # [B, T, A]
