@@ -28,7 +28,7 @@ def subclass_system(system_class):
 
 
 def test_every_builtin_system_is_covered():
-    assert {"madqn", "vdn", "qmix", "mappo", "ippo", "maddpg", "mad4pg", "matd3", "masac", "isac",
+    assert {"madqn", "vdn", "qmix", "mappo", "ippo", "happo", "maddpg", "mad4pg", "matd3", "masac", "isac",
             "dqn", "r2d2", "impala", "dmpo"} <= set(BUILTIN)
 
 

@@ -15,6 +15,7 @@ BUILTIN = [name for name in registry.system_names()
 # and exploration schedules, which policy-sampling systems do not take.
 FOREIGN = {"mappo": ("Q-network", "epsilon", "exploration_schedules"),
            "ippo": ("Q-network", "epsilon", "exploration_schedules"),
+           "happo": ("Q-network", "epsilon", "exploration_schedules"),
            "impala": ("Q-network", "epsilon", "exploration_schedules"),
            "dmpo": ("Q-network", "epsilon", "exploration_schedules"),
            "maddpg": ("Q-network", "epsilon"),

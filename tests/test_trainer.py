@@ -597,6 +597,7 @@ def test_steps_per_call_must_be_a_positive_integer(ctx, steps_per_call):
 
 SYSTEM_ENVS = [("madqn", "debug/line_world_v0"), ("vdn", "debug/line_world_v0"),
                ("qmix", "debug/line_world_v0"), ("mappo", "debug/line_world_v0"),
+               ("happo", "debug/line_world_v0"),
                ("maddpg", "debug/reach_v0"), ("mad4pg", "debug/reach_v0"), ("matd3", "debug/reach_v0"),
                ("masac", "debug/reach_v0"), ("isac", "debug/reach_v0"),
                ("dqn", "gymnasium/CartPole-v1"), ("r2d2", "gymnasium/CartPole-v1"),

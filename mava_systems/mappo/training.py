@@ -243,32 +243,62 @@ class MAPPOTrainer(TrainerLoop):
         own = flatten_trailing(steps.observation[AGENTS][key].observation, 3)
         if not self._centralised:
             return own
-        if self._state_from_observations:
-            state = tf.concat([flatten_trailing(observation.observation, 2)
-                               for _, observation in sorted(steps.observation[AGENTS].items())],
-                              axis=-1)
-        else:
-            state = flatten_trailing(steps.observation["env_state"], 2)
         num_agents = tf.shape(own)[2]
-        state = tf.tile(state[:, :, None], tf.stack([1, 1, num_agents, 1]))
+        state = tf.tile(self.global_states(steps)[:, :, None], tf.stack([1, 1, num_agents, 1]))
         return tf.concat([state, own], axis=-1)
 
+    def global_states(self, steps: reverb_base.Step) -> tf.Tensor:
+        """The global state at every step, [B, T, S]: the environment's `env_state`, or every
+        agent's flattened observation concatenated (networks in sorted order) when it has none."""
+        if self._state_from_observations:
+            return tf.concat([flatten_trailing(observation.observation, 2)
+                              for _, observation in sorted(steps.observation[AGENTS].items())],
+                             axis=-1)
+        return flatten_trailing(steps.observation["env_state"], 2)
+
     def prepare(self, key: str, steps: reverb_base.Step, fresh: tf.Tensor) -> Dict[str, tf.Tensor]:
-        """Network `key`'s training data of a batch, [B, T - 1, A, ...]: inputs, actions,
-        behaviour log-probabilities, (normalised) advantages, value targets and old values
-        (in the critic's units), and which entries are transitions to train on.
+        """Network `key`'s training data of a batch, [B, T - 1, A, ...]: `policy_data`'s and
+        `value_data`'s (of its critic, on its agents' rewards and discounts).
 
         `fresh` [B] says which sequences are recent enough to train on.
         """
+        batch = self.value_data(key, steps, self.critic_inputs(key, steps),
+                                steps.reward[key][:, :-1], steps.discount[key][:, :-1], fresh)
+        batch.update(self.policy_data(key, steps))
+        return batch
+
+    def policy_data(self, key: str, steps: reverb_base.Step) -> Dict[str, tf.Tensor]:
+        """Network `key`'s acting data of a batch, [B, T - 1, A, ...]: observations, legal
+        actions, actions and their behaviour log-probabilities."""
         observation = steps.observation[AGENTS][key]
-        critic_inputs = self.critic_inputs(key, steps)
+        return {"observation": observation.observation[:, :-1],
+                "legal_actions": observation.legal_actions[:, :-1],
+                "action": steps.action[key][:, :-1],
+                "behaviour_log_prob": steps.extras["log_prob"][key][:, :-1]}
+
+    def value_data(self, key: str, steps: reverb_base.Step, critic_inputs: tf.Tensor,
+                   rewards: tf.Tensor, discounts: tf.Tensor, fresh: tf.Tensor
+                   ) -> Dict[str, tf.Tensor]:
+        """Critic `key`'s data of a batch, [B, T - 1, A, ...]: its inputs, the (normalised)
+        advantages, value targets and old values (in the critic's units), and which entries are
+        transitions to train on.
+
+        Args:
+          key: the critic (and value normaliser) to use.
+          steps: the batch's sequences [B, T, ...].
+          critic_inputs: [B, T, A, C] what the critic sees at every step.
+          rewards: [B, T - 1, A] after each step's action (not yet clipped).
+          discounts: [B, T - 1, A] after each step's action (not yet times the config's
+            discount).
+          fresh: [B] which sequences are recent enough to train on.
+        """
         old_values = self.sequence_values(key, steps, critic_inputs)  # [B, T, A]
         num_agents = tf.shape(old_values)[2]
         starts = tf.tile(steps.start_of_episode[:, 1:, None], tf.stack([1, 1, num_agents]))
         is_transition = tf.logical_and(tf.logical_not(starts), fresh[:, None, None])
-        rewards = tf.clip_by_value(tf.cast(steps.reward[key][:, :-1], tf.float32),
+        rewards = tf.clip_by_value(tf.cast(rewards, tf.float32),
                                    -self._max_abs_reward, self._max_abs_reward)
-        discounts = self._discount * tf.cast(steps.discount[key][:, :-1], tf.float32)
+        discounts = self._discount * tf.cast(discounts, tf.float32)
 
         def time_major(tensor: tf.Tensor) -> tf.Tensor:
             return tf.transpose(tensor, [1, 0, 2])
@@ -286,11 +316,7 @@ class MAPPOTrainer(TrainerLoop):
             mean = masked_mean(advantages, is_transition)
             std = tf.sqrt(masked_mean(tf.square(advantages - mean), is_transition))
             advantages = (advantages - mean) / (std + 1e-8)
-        return {"observation": observation.observation[:, :-1],
-                "legal_actions": observation.legal_actions[:, :-1],
-                "action": steps.action[key][:, :-1],
-                "behaviour_log_prob": steps.extras["log_prob"][key][:, :-1],
-                "critic_inputs": critic_inputs[:, :-1], "advantages": advantages,
+        return {"critic_inputs": critic_inputs[:, :-1], "advantages": advantages,
                 "value_targets": returns, "old_values": old_values,
                 "is_transition": is_transition}
 
@@ -332,30 +358,47 @@ class MAPPOTrainer(TrainerLoop):
 
     def minibatch_step(self, key: str, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         """One clipped gradient step of network `key`'s policy and critic on a minibatch."""
-        with tf.GradientTape(persistent=True) as tape:
-            policy_loss, fetches = self.policy_loss(key, batch)
-            value_loss, value_fetches = self.value_loss(key, batch)
-        fetches.update(value_fetches)
-        has_data = tf.reduce_any(batch["is_transition"])
         if self._config.separate_optimizers:
-            fetches["policy_gradient_norm"] = self._apply(tape, policy_loss, f"policy/{key}",
-                                                          has_data)
-            fetches["critic_gradient_norm"] = self._apply(tape, value_loss, f"critic/{key}",
-                                                          has_data)
+            fetches = {**self.policy_step(key, batch), **self.critic_step(key, batch)}
         else:
-            fetches["gradient_norm"] = self._apply(tape, policy_loss + value_loss, key, has_data)
-        del tape
+            with tf.GradientTape() as tape:
+                policy_loss, fetches = self.policy_loss(key, batch)
+                value_loss, value_fetches = self.value_loss(key, batch)
+            fetches.update(value_fetches)
+            fetches["gradient_norm"] = self._apply(tape, policy_loss + value_loss, key,
+                                                   tf.reduce_any(batch["is_transition"]))
         self.check_fetches(fetches)
         return fetches
 
-    def check_fetches(self, fetches: Mapping[str, Any]) -> None:
+    def policy_step(self, key: str, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """One clipped step of policy `key`'s optimizer on `policy_loss` (separate optimizers):
+        the loss's statistics and `policy_gradient_norm`."""
+        with tf.GradientTape() as tape:
+            loss, fetches = self.policy_loss(key, batch)
+        fetches["policy_gradient_norm"] = self._apply(tape, loss, f"policy/{key}",
+                                                      tf.reduce_any(batch["is_transition"]))
+        return fetches
+
+    def critic_step(self, key: str, batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """One clipped step of critic `key`'s optimizer on `value_loss` (separate optimizers):
+        the loss's statistics and `critic_gradient_norm`."""
+        with tf.GradientTape() as tape:
+            loss, fetches = self.value_loss(key, batch)
+        fetches["critic_gradient_norm"] = self._apply(tape, loss, f"critic/{key}",
+                                                      tf.reduce_any(batch["is_transition"]))
+        return fetches
+
+    def check_fetches(self, fetches: Mapping[str, Any],
+                      expected: Optional[Sequence[str]] = None) -> None:
         """Checks (when the step is traced, before any training) that a minibatch step returns
-        exactly the statistics `fetch_names` lists: the losses' and the gradient norms.
+        exactly the statistics `expected` (None: all `fetch_names` lists): the losses' and the
+        gradient norms.
 
         Raises:
           ValueError: naming the missing or unlisted statistics and what to override.
         """
-        expected, returned = set(self.fetch_names()), set(fetches)
+        expected = set(self.fetch_names() if expected is None else expected)
+        returned = set(fetches)
         if expected != returned:
             name = type(self).__name__
             raise ValueError(
@@ -385,14 +428,24 @@ class MAPPOTrainer(TrainerLoop):
 
     def train_network(self, key: str, steps: reverb_base.Step, fresh: tf.Tensor
                       ) -> Dict[str, tf.Tensor]:
-        """`num_epochs` passes of minibatch steps over network `key`'s data; mean statistics.
+        """`num_epochs` passes of minibatch steps over network `key`'s data; mean statistics."""
+        batch = self.prepare(key, steps, fresh)
+        fetches = self.run_epochs(batch, lambda minibatch: self.minibatch_step(key, minibatch),
+                                  self.fetch_names())
+        fetches["value_target"] = masked_mean(batch["value_targets"], batch["is_transition"])
+        return fetches
+
+    def run_epochs(self, batch: Dict[str, Any],
+                   step: Callable[[Dict[str, Any]], Mapping[str, tf.Tensor]],
+                   names: Sequence[str]) -> Dict[str, tf.Tensor]:
+        """`num_epochs` passes of `step` over `batch` (its leading axis: sequences or chunks) in
+        `num_minibatches` shuffled minibatches each; the mean of each of `names` over the steps.
 
         The passes are one graph loop (not unrolled): tracing takes the same time
         for any number of epochs and minibatches.
         """
-        batch = self.prepare(key, steps, fresh)
         num_epochs, num_minibatches = self._config.num_epochs, self._config.num_minibatches
-        batch_size = tf.shape(batch["is_transition"])[0]  # Sequences (or chunks).
+        batch_size = tf.shape(batch["is_transition"])[0]
         minibatch_size = batch_size // num_minibatches
         # One shuffled order of the sequences per epoch.
         orders = tf.argsort(self._generator.uniform(tf.stack([num_epochs, batch_size])), axis=-1)
@@ -401,16 +454,14 @@ class MAPPOTrainer(TrainerLoop):
             start = (index % num_minibatches) * minibatch_size
             rows = orders[index // num_minibatches, start:start + minibatch_size]
             minibatch = tf.nest.map_structure(lambda value: tf.gather(value, rows), batch)
-            fetches = self.minibatch_step(key, minibatch)
+            fetches = step(minibatch)
             return index + 1, {name: totals[name] + fetches[name] for name in totals}
 
         updates = num_epochs * num_minibatches
         _, totals = tf.while_loop(
             lambda index, totals: index < updates, update,
-            (tf.constant(0), {name: tf.constant(0.0) for name in self.fetch_names()}))
-        fetches = {name: total / updates for name, total in totals.items()}
-        fetches["value_target"] = masked_mean(batch["value_targets"], batch["is_transition"])
-        return fetches
+            (tf.constant(0), {name: tf.constant(0.0) for name in names}))
+        return {name: total / updates for name, total in totals.items()}
 
     def policy_lag(self, steps: reverb_base.Step) -> tf.Tensor:
         """[B] trainer steps since the oldest policy that acted in each sequence.
@@ -424,10 +475,9 @@ class MAPPOTrainer(TrainerLoop):
         oldest = tf.where(tf.reduce_any(acted, axis=1), oldest, self._num_steps)
         return self._num_steps - oldest
 
-    @tf.function
-    def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
-        """PPO epochs on a batch of sequences for every network; returns the scalars to log."""
-        steps = sample.data
+    def fresh_sequences(self, steps: reverb_base.Step) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """Which sequences [B] are recent enough to train on (see `max_policy_lag`), counting
+        the others as dropped, and the policy-lag statistics to log."""
         lag = self.policy_lag(steps)
         if self._config.max_policy_lag is None:
             fresh = tf.ones_like(lag, tf.bool)
@@ -435,9 +485,15 @@ class MAPPOTrainer(TrainerLoop):
             fresh = lag <= self._config.max_policy_lag
         self._dropped_sequences.assign_add(
             tf.reduce_sum(tf.cast(tf.logical_not(fresh), tf.int64)))
-        fetches = {"policy_lag": tf.reduce_mean(tf.cast(lag, tf.float32)),
-                   "policy_lag_max": tf.cast(tf.reduce_max(lag), tf.float32),
-                   "dropped_sequences": tf.cast(self._dropped_sequences, tf.float32)}
+        return fresh, {"policy_lag": tf.reduce_mean(tf.cast(lag, tf.float32)),
+                       "policy_lag_max": tf.cast(tf.reduce_max(lag), tf.float32),
+                       "dropped_sequences": tf.cast(self._dropped_sequences, tf.float32)}
+
+    @tf.function
+    def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:
+        """PPO epochs on a batch of sequences for every network; returns the scalars to log."""
+        steps = sample.data
+        fresh, fetches = self.fresh_sequences(steps)
         for key in self._networks.policies:
             fetches.update({f"{name}/{key}": value
                             for name, value in self.train_network(key, steps, fresh).items()})

@@ -1,0 +1,46 @@
+"""HAPPO's hyper-parameters: MAPPO's, with what HAPPO requires (no sharing, one centralised
+critic, separate optimizers, feed-forward networks) as defaults and checks."""
+
+import dataclasses
+
+from mava_systems.config import documented, redefault
+from mava_systems.mappo.config import MAPPOConfig
+
+_SHARED_WEIGHTS_DOC = ("Must be False: HAPPO gives every agent its own policy (agents updated "
+                       "one after another).")
+
+
+@dataclasses.dataclass
+class HAPPOConfig(MAPPOConfig):
+    """Every HAPPO hyper-parameter: MAPPO's (see `MAPPOConfig`), read the same way, with the
+    values HAPPO needs as defaults and refused otherwise: `shared_weights=False` (a policy per
+    agent), `critic="centralised"` (one value of the global state for the team),
+    `separate_optimizers=True` (the policies are updated one after another, the critic on its
+    own) and `recurrent=False`.
+
+    `num_epochs` and `num_minibatches` apply to each agent's policy update and to the critic's.
+    """
+
+    shared_weights: bool = documented(False, _SHARED_WEIGHTS_DOC)
+    critic: str = redefault(MAPPOConfig, "critic", "centralised")
+    separate_optimizers: bool = redefault(MAPPOConfig, "separate_optimizers", True)
+
+    def __post_init__(self):
+        super().__post_init__()
+        name = type(self).__name__
+        required = {"shared_weights": False, "critic": "centralised",
+                    "separate_optimizers": True, "recurrent": False}
+        for field, value in required.items():
+            if getattr(self, field) != value:
+                raise ValueError(f"{name}.{field} must be {value!r} for HAPPO, got "
+                                 f"{getattr(self, field)!r}: {_REASONS[field]}")
+
+
+_REASONS = {
+    "shared_weights": "every agent has its own policy, updated in turn (use MAPPO to share)",
+    "critic": "HAPPO's one critic values the global state for the whole team (use IPPO for "
+              "decentralised critics)",
+    "separate_optimizers": "the policies are updated one after another, the critic on its own",
+    "recurrent": "HAPPO's team critic is feed-forward and its executors carry no critic state "
+                 "(use MAPPO for recurrent networks)",
+}
