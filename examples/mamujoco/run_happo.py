@@ -12,14 +12,15 @@ field is a flag too. `--env` takes any `mamujoco/<Scenario>-<agent_conf>` (see
 docs/environments.md). Returns are summed over the agents: the MuJoCo task's return.
 """
 
-from mava_systems import console
+from mava_systems.terminal import console
 
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
 from absl import app  # noqa: E402  (after the line above)
 
-from mava_systems import happo, launch  # noqa: E402
+from mava_systems import happo  # noqa: E402
+from mava_systems.launching import launch
 import mamujoco_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(happo.HAPPO, happo.HAPPOConfig, default_env=mamujoco_settings.DEFAULT_ENV,
