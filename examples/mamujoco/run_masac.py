@@ -19,7 +19,7 @@ if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up mes
 from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import masac  # noqa: E402
-from mava_systems.launching import launch
+from mava_systems.launching import launch  # noqa: E402
 import mamujoco_settings  # noqa: E402  (this folder's)
 
 main = launch.example_main(masac.MASAC, masac.MASACConfig, default_env=mamujoco_settings.DEFAULT_ENV,

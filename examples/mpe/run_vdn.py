@@ -15,7 +15,7 @@ if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up mes
 from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import vdn  # noqa: E402
-from mava_systems.launching import launch
+from mava_systems.launching import launch  # noqa: E402
 
 # MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why).
 MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}
