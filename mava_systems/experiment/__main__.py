@@ -37,7 +37,12 @@ def _run_parser() -> argparse.ArgumentParser:
                         help="comma-separated environments, e.g. mpe/simple_spread_v3")
     parser.add_argument("--env_module", action="append", default=[], metavar="MODULE",
                         help="a module (or .py file) registering environments of --envs with "
-                             "wrappers.register_environment (repeatable); every run imports it")
+                             "wrappers.register_environment (repeatable); every run imports it, "
+                             "and the grid records it for later commands")
+    parser.add_argument("--system_module", action="append", default=[], metavar="MODULE",
+                        help="a module (or .py file, e.g. docs/tutorials/weighted_qmix.py) "
+                             "defining system classes of --systems (repeatable); every run "
+                             "imports it, and the grid records it for later commands")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per (system, environment)")
     parser.add_argument("--max_executor_steps", type=int, required=True,
                         help="executor (or actor) steps of each run")
@@ -91,13 +96,17 @@ def run_main(argv: Sequence[str], quiet: bool = False) -> int:
     try:
         if args.parallel < 1:
             raise ValueError(f"--parallel must be >= 1, got {args.parallel}")
-        for module in args.env_module:
+        modules = grid_lib.modules_to_import(
+            args.out, {"environments": args.env_module, "systems": args.system_module},
+            args.start_fresh)
+        for module in modules["environments"]:
             wrappers.import_registration(module)
         environments = grid_lib.parse_environments(args.envs)  # (Before the systems' import.)
+        grid_lib.import_modules({"systems": modules["systems"]})
         entries = grid_lib.parse_entries(args.systems)
         grid = grid_lib.Grid(entries, environments, args.seeds,
                              args.max_executor_steps,
-                             grid_lib.parse_overrides(args.overrides, entries))
+                             grid_lib.parse_overrides(args.overrides, entries), modules)
         moved_to = grid_lib.prepare_out(grid, args.out, args.start_fresh)
     except ValueError as error:
         parser.exit(2, f"error: {error}\n")
@@ -108,9 +117,7 @@ def run_main(argv: Sequence[str], quiet: bool = False) -> int:
         print(f"Moved the previous experiment in {args.out} to {moved_to}", file=say, flush=True)
     try:
         outcome = scheduling.run_grid(grid, args.out, args.parallel, args.launch_type,
-                                      args.progress_interval_s,
-                                      [f"--env_module={module}" for module in args.env_module],
-                                      stream=say)
+                                      args.progress_interval_s, grid.module_flags(), stream=say)
     except scheduling.Interrupted as signal_name:
         print(f"Stopped by {signal_name}; run the same command again to resume.", file=say,
               flush=True)

@@ -81,6 +81,8 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
     tasks have no common scale, see the module docstring).
     """
     grid = grid_lib.read_grid(out)
+    # The random policy plays the grid's environments: a researcher's are registered by its modules.
+    grid_lib.import_modules({"environments": grid.modules.get("environments", [])})
     run_results = results_lib.read_results(out, points)
     environments = list(grid.environments)
     labels = [entry.label for entry in grid.entries]

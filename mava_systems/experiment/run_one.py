@@ -20,6 +20,7 @@ from absl import app, flags, logging
 from mava_systems import console, evaluate, launch, registry
 from mava_systems.components import lifecycle
 from mava_systems.components.run_directory import read_status
+from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import systems
 
 FINAL_EVALUATION_FILE = "final_evaluation.json"
@@ -81,13 +82,29 @@ def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _flag_value(argv: Sequence[str], name: str) -> Optional[str]:
+def _flag_values(argv: Sequence[str], name: str) -> List[str]:
+    values = []
     for index, argument in enumerate(argv):
         if argument.startswith(f"--{name}="):
-            return argument.split("=", 1)[1]
-        if argument == f"--{name}" and index + 1 < len(argv):
-            return argv[index + 1]
-    return None
+            values.append(argument.split("=", 1)[1])
+        elif argument == f"--{name}" and index + 1 < len(argv):
+            values.append(argv[index + 1])
+    return values
+
+
+def system_class_of(argv: Sequence[str]) -> Any:
+    """The system class `--system` names, once the `--env_module`s and `--system_module`s
+    (which may define it) are imported.
+
+    Raises:
+      ValueError: if `--system` is missing or unknown, or a module cannot be imported.
+    """
+    names = _flag_values(argv, "system")
+    if not names:
+        raise ValueError("--system is required")
+    grid_lib.import_modules({kind: _flag_values(argv, flag)
+                             for kind, flag in grid_lib.MODULE_KINDS.items()})
+    return registry.system_class(names[-1])
 
 
 def make_main(system_class: Any):
@@ -125,14 +142,14 @@ def make_main(system_class: Any):
 
 def run(argv: List[str]) -> None:
     """Runs the system that `--system` in `argv` names."""
-    name = _flag_value(argv[1:], "system")
-    if not name:
-        sys.exit("error: --system is required")
     try:
-        system_class = registry.system_class(name)
+        system_class = system_class_of(argv[1:])
     except ValueError as error:
         sys.exit(f"error: {error}")
     flags.DEFINE_string("system", None, "The registered system to run.")
+    flags.DEFINE_multi_string("system_module", [],
+                              "A module (or .py file) defining --system, imported first "
+                              "(repeatable).")
     app.run(make_main(system_class), argv)
 
 
