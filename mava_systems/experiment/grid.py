@@ -114,7 +114,7 @@ def _convert(field: dataclasses.Field, text: str) -> Any:
         return tuple(int(item) for item in text.split(",") if item.strip())
     if text.lower() == "none":
         return None
-    if isinstance(default, int):
+    if isinstance(default, int) or field.metadata.get("integer"):
         return int(text)
     if isinstance(default, float) or default is None:
         return float(text)
