@@ -1,8 +1,10 @@
 """Published protocols (`experiment --preset`): each preset's grid by --dry_run, bad input refused."""
 
+import json
 import os
 import re
 
+import numpy as np
 import pytest
 
 import wrappers
@@ -10,6 +12,7 @@ import wrappers
 from mava_systems.experiment import __main__ as cli
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import presets
+from mava_systems.experiment import report as report_lib
 
 LBF_IDS = ("lbf/Foraging-8x8-2p-2f-coop-v3", "lbf/Foraging-2s-8x8-2p-2f-coop-v3",
            "lbf/Foraging-10x10-3p-3f-v3", "lbf/Foraging-2s-10x10-3p-3f-v3",
@@ -72,7 +75,7 @@ def test_mappo_mpe_has_the_papers_tasks_budgets_and_epochs_and_its_spread_figure
                      r"mappo\.shared_weights=false", text)
     assert re.search(r"Part spread .*\n.*\n.*\n.*mappo\.num_epochs=10", text)
     assert "published: mappo on mpe/simple_spread_v3: -22.5 (sum over the agents" in text
-    assert "about -120 in its team units T; ours = (T + 75) / 2" in text
+    assert "about -120 in its team units T" in text and "ours = (T + 75) / 2" in text
 
 
 def test_mava_multiwalker_runs_mad4pg_with_mavas_settings_and_figure(capsys):
@@ -106,6 +109,8 @@ def test_every_presets_settings_are_valid_for_its_systems_and_tasks_exist():
     (["--systems=qmix", "--envs=debug/line_world_v0", "--max_executor_steps=10", "--dry_run"],
      "--dry_run and --scale go with --preset"),
     (["--envs=debug/line_world_v0"], "required: --systems, --max_executor_steps, --out"),
+    (["--preset=mappo_mpe", "--seeds=0", "--dry_run"], "--seeds must be >= 1, got 0"),
+    (["--preset=mappo_mpe", "--parallel=0", "--dry_run"], "--parallel must be >= 1, got 0"),
 ])
 def test_bad_preset_commands_are_refused_before_anything_starts(tmp_path, capsys, arguments,
                                                                 message):
@@ -141,12 +146,19 @@ def test_the_published_table_puts_each_figure_beside_our_returns():
         "No published figure")
 
 
+def saved_grids(out, *arguments):
+    """Checks and saves a preset command's grids in `out` as the command does, running nothing."""
+    parser = cli._run_parser()  # pylint: disable=protected-access
+    grids, _ = cli._checked_grids(  # pylint: disable=protected-access
+        parser, parser.parse_args([*arguments, f"--out={out}"]))
+    return dict(grids)
+
+
 def test_a_preset_run_saves_each_part_as_a_grid_with_the_presets_settings(tmp_path, capsys):
     out = str(tmp_path / "lbf")
-    parser = cli._run_parser()  # pylint: disable=protected-access
-    arguments = ["--preset=epymarl_lbf", "--scale=0.001", "--seeds=2", f"--out={out}",
-                 "--set", "qmix.batch_size=16"]
-    grids = dict(cli._preset_grids(parser, parser.parse_args(arguments)))  # pylint: disable=protected-access
+    arguments = ["--preset=epymarl_lbf", "--scale=0.001", "--seeds=2", "--set",
+                 "qmix.batch_size=16"]
+    grids = saved_grids(out, *arguments)
     assert presets.read(out) == {"preset": "epymarl_lbf", "scale": 0.001, "seeds": 2,
                                  "changes": ["qmix.batch_size=16"]}
     off_policy = grid_lib.read_grid(os.path.join(out, "off_policy"))
@@ -159,11 +171,67 @@ def test_a_preset_run_saves_each_part_as_a_grid_with_the_presets_settings(tmp_pa
     assert "batch_size" not in off_policy.overrides["vdn"]
     # The 5-food tasks' module is recorded, so each run and the report import it.
     assert off_policy.modules["environments"] == [presets.EPYMARL_TASKS_MODULE]
-    assert grid_lib.read_grid(os.path.join(out, "on_policy")).max_executor_steps == 20_000
+    # Each part's experiment.json states the preset, its scale and the part.
+    with open(os.path.join(out, "on_policy", grid_lib.SETTINGS_FILE)) as settings:
+        saved = json.load(settings)
+    assert saved["preset"] == {"name": "epymarl_lbf", "scale": 0.001, "part": "on_policy"}
+    assert saved["max_executor_steps"] == 20_000
     # The same command again is accepted (a resume); another scale is refused untouched.
-    cli._preset_grids(parser, parser.parse_args(arguments))  # pylint: disable=protected-access
+    saved_grids(out, *arguments)
     with pytest.raises(SystemExit):
-        cli._preset_grids(parser, parser.parse_args(  # pylint: disable=protected-access
-            [*arguments[:1], "--scale=0.002", *arguments[2:]]))
+        saved_grids(out, arguments[0], "--scale=0.002", *arguments[2:])
     assert "holds the preset run" in capsys.readouterr().err
     assert presets.read(out)["scale"] == 0.001
+    # --start_fresh moves the earlier run aside whole.
+    saved_grids(out, arguments[0], "--scale=0.002", "--start_fresh")
+    assert presets.read(out)["scale"] == 0.002 and presets.read(out + ".old-1")["scale"] == 0.001
+
+
+def test_a_preset_run_refuses_a_directory_it_did_not_make_and_saves_nothing_on_a_bad_setting(
+        tmp_path, capsys):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit):
+        saved_grids(str(other), "--preset=mava_multiwalker")
+    assert "is not empty and holds no preset run" in capsys.readouterr().err
+    assert os.listdir(other) == ["notes.txt"]
+    out = str(tmp_path / "walker")
+    with pytest.raises(SystemExit):
+        saved_grids(out, "--preset=mava_multiwalker", "--set", "mad4pg.batch_size=many")
+    assert "mad4pg.batch_size=many" in capsys.readouterr().err
+    assert not os.path.exists(out)
+
+
+def test_a_dry_run_creates_nothing(tmp_path, capsys):
+    out = str(tmp_path / "spread")
+    text = dry_run(capsys, "--preset=mappo_mpe", "--scale=0.5", f"--out={out}")
+    assert text.startswith("Preset mappo_mpe") and not os.path.exists(out)
+
+
+def test_the_preset_report_puts_published_figures_beside_ours_and_names_unfinished_parts(
+        tmp_path):
+    from test_report_metrics import write_run  # pylint: disable=import-outside-toplevel
+    out = str(tmp_path / "mpe")
+    grids = saved_grids(out, "--preset=mappo_mpe", "--scale=0.0001", "--seeds=2")
+    spread = grids["spread"]  # 2,000 steps, evaluated every 10: finished here by hand.
+    with open(os.path.join(out, "spread", report_lib.RANDOM_SCORES_FILE), "w") as scores:
+        json.dump({"mpe/simple_spread_v3": -80.0}, scores)
+    steps = list(range(0, 2001, 500))
+    for run in spread.runs(os.path.join(out, "spread")):
+        final = [-40.0 - run.seed, -42.0 - run.seed]
+        write_run(run.run_dir, steps, [-80.0, -60.0, -50.0, -45.0, np.mean(final)], final)
+    report_dir = str(tmp_path / "report")
+    assert cli.main(["report", out, f"--out={report_dir}", "--reps=50"]) == 0
+    with open(os.path.join(report_dir, report_lib.REPORT_FILE)) as report_file:
+        text = report_file.read()
+    first = text.splitlines()[0]
+    assert first.startswith("# Preset mappo_mpe (") and "--scale=0.0001" in first
+    row = next(line for line in text.splitlines() if line.startswith("| mpe/simple_spread_v3"))
+    # Our final return: the mean over the 2 seeds of each run's final evaluation (-41, -42).
+    assert "| -41.500 [" in row and "(n=2)" in row and "| -22.5 |" in row
+    assert "MAPPO paper" in row
+    assert re.search(r"- speaker_listener: not reported \(.*has not finished", text)
+    with open(os.path.join(report_dir, "spread", report_lib.REPORT_FILE)) as part_file:
+        assert part_file.readline().startswith(
+            "# Preset mappo_mpe (The MAPPO paper's MPE tasks) at --scale=0.0001")

@@ -105,15 +105,13 @@ def _quiet(quiet: bool) -> None:
         console.quiet_terminal()
 
 
-def _checked_grid(args: argparse.Namespace) -> Tuple[grid_lib.Grid, Optional[str]]:
-    """The grid the flags describe, checked and saved in --out (see `grid_lib.prepare_out`);
-    where an earlier experiment in --out was moved (`--start_fresh`).
+def _grid(args: argparse.Namespace) -> grid_lib.Grid:
+    """The grid the flags describe, checked (its modules imported: those saved in --out, then
+    the flags').
 
     Raises:
       ValueError: naming what is wrong.
     """
-    if args.parallel < 1:
-        raise ValueError(f"--parallel must be >= 1, got {args.parallel}")
     modules = grid_lib.modules_to_import(
         args.out, {"environments": args.env_module, "systems": args.system_module},
         args.start_fresh)
@@ -122,9 +120,9 @@ def _checked_grid(args: argparse.Namespace) -> Tuple[grid_lib.Grid, Optional[str
     environments = grid_lib.parse_environments(args.envs)  # (Before the systems' import.)
     grid_lib.import_modules({"systems": modules["systems"]})
     entries = grid_lib.parse_entries(args.systems)
-    grid = grid_lib.Grid(entries, environments, args.seeds, args.max_executor_steps,
-                         grid_lib.parse_overrides(args.overrides, entries), modules)
-    return grid, grid_lib.prepare_out(grid, args.out, args.start_fresh)
+    return grid_lib.Grid(entries, environments, args.seeds, args.max_executor_steps,
+                         grid_lib.parse_overrides(args.overrides, entries), modules,
+                         getattr(args, "preset_record", None))
 
 
 def _part_args(args: argparse.Namespace, preset: presets.Preset, part: presets.Part
@@ -137,42 +135,83 @@ def _part_args(args: argparse.Namespace, preset: presets.Preset, part: presets.P
                                  "env_module": flags["env_module"] + args.env_module,
                                  "overrides": flags["overrides"] + own,
                                  "out": os.path.join(args.out, part.name),
-                                 "start_fresh": False})
+                                 "preset_record": presets.grid_record(preset, args.scale, part)})
 
 
-def _preset_grids(parser: argparse.ArgumentParser, args: argparse.Namespace
-                  ) -> Optional[List[Tuple[str, grid_lib.Grid]]]:
-    """Checks a --preset command and saves its parts' grids (None after a dry run's print)."""
+def _check_preset_flags(args: argparse.Namespace) -> presets.Preset:
+    """The preset a --preset command names, once its other flags are checked.
+
+    Raises:
+      ValueError: naming what is wrong.
+    """
+    preset = presets.get(args.preset)
+    presets.check_scale(args.scale)
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.steps_per_s <= 0:
+        raise ValueError(f"--steps_per_s must be > 0, got {args.steps_per_s}")
+    given = [f"--{name}" for name in _PRESET_SETS if getattr(args, name) is not None]
+    if given:
+        raise ValueError(f"--preset sets the systems, tasks and budgets: leave out "
+                         f"{', '.join(given)} (--scale shrinks the budgets)")
+    labels = {label for part in preset.parts for label in part.labels}
+    for item in args.overrides:
+        if item.partition(".")[0] not in labels:
+            raise ValueError(f"--set {item!r}: the preset has no entry labelled "
+                             f"{item.partition('.')[0]!r}; entries: {', '.join(sorted(labels))}")
+    return preset
+
+
+def _preset_grids(args: argparse.Namespace, preset: presets.Preset
+                  ) -> Tuple[List[Tuple[str, grid_lib.Grid]], Optional[str]]:
+    """Checks every part's grid of a preset run, then saves the preset and the grids in --out
+    (each part in `<out>/<part>`); returns the (part, grid) pairs and where an earlier
+    experiment in --out was moved (`--start_fresh`).
+
+    Raises:
+      ValueError: naming what is wrong (nothing is saved then, when a part's settings are).
+    """
+    part_args = [_part_args(args, preset, part) for part in preset.parts]
+    grids = [(part.name, _grid(flags)) for part, flags in zip(preset.parts, part_args)]
+    moved_to = None
+    if args.start_fresh:
+        from mava_systems.components.run_directory import move_aside
+        moved_to = move_aside(os.path.abspath(args.out))
+    presets.save(args.out, preset, args.scale, args.seeds, args.overrides)
+    for (_, grid), flags in zip(grids, part_args):
+        grid_lib.prepare_out(grid, flags.out)
+    return grids, moved_to
+
+
+def _checked_grids(parser: argparse.ArgumentParser, args: argparse.Namespace
+                   ) -> Tuple[List[Tuple[str, grid_lib.Grid]], Optional[str]]:
+    """The grids a command runs, checked and saved in --out: ("", grid) for a grid of flags,
+    (part, grid) for each part of a preset; and where --start_fresh moved an earlier
+    experiment. Bad flags end the command (exit status 2) before anything starts."""
     try:
-        preset = presets.get(args.preset)
-        presets.check_scale(args.scale)
-        given = [f"--{name}" for name in _PRESET_SETS if getattr(args, name) is not None]
-        if given:
-            raise ValueError(f"--preset sets the systems, tasks and budgets: leave out "
-                             f"{', '.join(given)} (--scale shrinks the budgets)")
-        labels = {label for part in preset.parts for label in part.labels}
-        for item in args.overrides:
-            if item.partition(".")[0] not in labels:
-                raise ValueError(f"--set {item!r}: the preset has no entry labelled "
-                                 f"{item.partition('.')[0]!r}; entries: {', '.join(sorted(labels))}")
+        if args.parallel < 1:
+            raise ValueError(f"--parallel must be >= 1, got {args.parallel}")
+        if args.preset:
+            preset = _check_preset_flags(args)
+            if args.dry_run:
+                print(presets.describe(preset, args.scale, args.seeds, args.steps_per_s,
+                                       args.parallel), file=console.terminal(), flush=True)
+                return [], None
+            if not args.out:
+                raise ValueError("--out is required (or --dry_run)")
+            return _preset_grids(args, preset)
+        missing = [f"--{name}" for name in (*_PRESET_SETS, "out") if getattr(args, name) is None]
+        if missing:
+            raise ValueError(f"the following arguments are required: {', '.join(missing)} "
+                             "(or --preset)")
+        if args.dry_run or args.scale != 1.0:
+            raise ValueError("--dry_run and --scale go with --preset")
+        args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
+        grid = _grid(args)
+        return [("", grid)], grid_lib.prepare_out(grid, args.out, args.start_fresh)
     except ValueError as error:
         parser.exit(2, f"error: {error}\n")
-    if args.dry_run:
-        print(presets.describe(preset, args.scale, args.seeds, args.steps_per_s, args.parallel),
-              file=console.terminal(), flush=True)
-        return None
-    if not args.out:
-        parser.exit(2, "error: --out is required (or --dry_run)\n")
-    try:
-        if args.start_fresh:
-            from mava_systems.components.run_directory import move_aside
-            move_aside(os.path.abspath(args.out))
-        presets.save(args.out, preset, args.scale, args.seeds, args.overrides)
-        return [(part.name, _checked_grid(_part_args(args, preset, part))[0])
-                for part in preset.parts]
-    except ValueError as error:
-        parser.exit(2, f"error: {error}\n")
-    return None  # (Unreachable: parser.exit raises.)
+    raise AssertionError("unreachable: parser.exit raises SystemExit")
 
 
 def run_main(argv: Sequence[str], quiet: bool = False) -> int:
@@ -181,33 +220,22 @@ def run_main(argv: Sequence[str], quiet: bool = False) -> int:
     args = parser.parse_args(argv)
     _quiet(quiet)
     say = console.terminal()
-    moved_to = None
-    if args.preset:
-        grids = _preset_grids(parser, args)
-        if grids is None:
-            return 0
-    else:
-        missing = [f"--{name}" for name in (*_PRESET_SETS, "out")
-                   if getattr(args, name) is None]
-        if missing:
-            parser.exit(2, f"error: the following arguments are required: {', '.join(missing)} "
-                           "(or --preset)\n")
-        if args.dry_run or args.scale != 1.0:
-            parser.exit(2, "error: --dry_run and --scale go with --preset\n")
-        args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
-        try:
-            grid, moved_to = _checked_grid(args)
-        except ValueError as error:
-            parser.exit(2, f"error: {error}\n")
-        grids = [("", grid)]
+    grids, moved_to = _checked_grids(parser, args)
+    if not grids:  # A dry run.
+        return 0
     from mava_systems.experiment import scheduling
     console.attach_run_dir(args.out, f"==== {datetime.datetime.now():%Y-%m-%d %H:%M:%S} "
                                      f"{shlex.join(sys.argv)}\n")
     if moved_to:
         print(f"Moved the previous experiment in {args.out} to {moved_to}", file=say, flush=True)
-    runs = 0
+    if args.preset:
+        print(presets.scale_line(presets.get(args.preset), args.scale), file=say, flush=True)
+    runs, failed = 0, []
     for part, grid in grids:
         out = os.path.join(args.out, part)
+        if part:
+            print(f"Part {part}: {len(grid.runs(out))} runs of {grid.max_executor_steps:,} "
+                  f"executor steps in {out}", file=say, flush=True)
         try:
             outcome = scheduling.run_grid(grid, out, args.parallel, args.launch_type,
                                           args.progress_interval_s, grid.module_flags(),
@@ -216,11 +244,11 @@ def run_main(argv: Sequence[str], quiet: bool = False) -> int:
             print(f"Stopped by {signal_name}; run the same command again to resume.", file=say,
                   flush=True)
             return INTERRUPTED_EXIT_CODE
-        if outcome.failed:
-            print(f"{len(outcome.failed)} run(s) failed:\n  " + "\n  ".join(outcome.failed),
-                  file=say, flush=True)
-            return 1
+        failed += outcome.failed
         runs += len(grid.runs(out))
+    if failed:
+        print(f"{len(failed)} run(s) failed:\n  " + "\n  ".join(failed), file=say, flush=True)
+        return 1
     print(f"All {runs} runs finished. Report: python -m "
           f"mava_systems.experiment report {shlex.quote(args.out)}", file=say, flush=True)
     return 0
@@ -236,7 +264,7 @@ def report_main(argv: Sequence[str], quiet: bool = False) -> int:
     report_dir = args.out or f"{args.experiment.rstrip('/')}/report"
     from mava_systems.experiment import report as report_lib
     try:
-        write = (report_lib.write_preset_report if presets.read(args.experiment)
+        write = (report_lib.write_preset_report if presets.read(args.experiment) is not None
                  else report_lib.write_report)
         files = write(args.experiment, report_dir, args.points, args.reps)
     except ValueError as error:

@@ -31,6 +31,8 @@ EXPLORATION_SETTING = "exploration"
 # command may leave them out (the saved ones are imported) or add some.
 MODULES_KEY = "modules"
 MODULE_KINDS = {"environments": "env_module", "systems": "system_module"}
+# experiment.json's record of the preset (and its scale) a grid is a part of.
+PRESET_KEY = "preset"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +180,9 @@ class Grid:
     # The researcher's modules the runs import: {"systems": [...], "environments": [...]}
     # (see `MODULE_KINDS`), each a module name or a `.py` file's absolute path.
     modules: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+    # The published protocol this grid is part of (`experiment --preset`): {"name", "scale",
+    # "part"}; None for a grid of flags.
+    preset: Optional[Dict[str, Any]] = None
 
     def __post_init__(self):
         for name, value in (("seeds", self.seeds), ("max_executor_steps", self.max_executor_steps)):
@@ -193,7 +198,8 @@ class Grid:
                               for label, fields in self.overrides.items() if fields},
                 **({MODULES_KEY: {kind: list(self.modules[kind]) for kind in MODULE_KINDS
                                   if self.modules.get(kind)}}
-                   if any(self.modules.get(kind) for kind in MODULE_KINDS) else {})}
+                   if any(self.modules.get(kind) for kind in MODULE_KINDS) else {}),
+                **({PRESET_KEY: dict(self.preset)} if self.preset else {})}
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> "Grid":
@@ -203,7 +209,8 @@ class Grid:
                      for entry in entries}
         return cls(entries, list(settings["environments"]), settings["seeds"],
                    settings["max_executor_steps"], overrides,
-                   {kind: list(paths) for kind, paths in settings.get(MODULES_KEY, {}).items()})
+                   {kind: list(paths) for kind, paths in settings.get(MODULES_KEY, {}).items()},
+                   settings.get(PRESET_KEY))
 
     def module_flags(self) -> List[str]:
         """The flags that make a run import the grid's modules (`run_one`, the examples)."""

@@ -3,7 +3,9 @@
 A preset holds what a paper's protocol fixes: the systems (of ours that it
 benchmarks), tasks, step budgets, environments per executor, the evaluation
 schedule, the metric, the seeds, and the published figures with their source
-and units where /work/shared/design/MARL_FACTS.md gives them. Where budgets
+and units where the project's collected facts (its design notes on MARL
+protocols, MARL_FACTS) give them, each naming the paper, repository or issue
+it comes from. Where budgets
 or settings differ between systems or tasks (EPyMARL's on-policy budgets are
 10 times its off-policy ones; the MAPPO paper's epochs differ per task), the
 preset is made of parts, each an ordinary grid in `<out>/<part>`.
@@ -24,7 +26,6 @@ PRESET_FILE = "preset.json"
 # machine is faster.
 DEFAULT_STEPS_PER_S = 300.0
 
-FACTS = "/work/shared/design/MARL_FACTS.md"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +93,9 @@ def _set(labels: Sequence[str], **fields: Any) -> Tuple[str, ...]:
 
 # ---- EPyMARL (Papoudakis et al. 2021) on LBF and RWARE ----
 
-EPYMARL_SOURCE = ("EPyMARL (Papoudakis et al., NeurIPS 2021 Datasets and Benchmarks; "
-                  "github.com/uoe-agents/epymarl), as summarised in " + FACTS)
+EPYMARL_SOURCE = ("EPyMARL: Papoudakis et al., Benchmarking Multi-Agent Deep Reinforcement "
+                  "Learning Algorithms in Cooperative Tasks (NeurIPS 2021 Datasets and "
+                  "Benchmarks), and its README and configs (github.com/uoe-agents/epymarl)")
 _EPYMARL_OFF_POLICY = ("qmix", "vdn", "iql=madqn")
 _EPYMARL_ON_POLICY = ("mappo", "ippo")
 # Every EPyMARL agent is a GRU; the value-based ones anneal epsilon 1 -> 0.05 over 50k steps
@@ -125,7 +127,8 @@ def _epymarl(name: str, title: str, environments: Tuple[str, ...], off_policy_st
         notes="On-policy budgets are 10x the off-policy ones (EPyMARL counts its on-policy "
               "steps from one of its 10 parallel environments; we count every environment). "
               "IQL is our MADQN. EPyMARL's QMIX uses RMSProp, ours Adam. No published "
-              "figure is encoded: " + FACTS + " gives none for these tasks.",
+              "figure is encoded: the paper's tables are not transcribed here (compare "
+              "with them by hand, in the units above).",
         env_modules=env_modules)
 
 
@@ -140,8 +143,9 @@ _RWARE_TASKS = tuple(f"rware/rware-{task}-v2" for task in ("tiny-2ag", "tiny-4ag
 
 # ---- The MAPPO paper (Yu et al. 2022) on MPE ----
 
-_MAPPO_SOURCE = ("The MAPPO paper (Yu et al., NeurIPS 2022 Datasets and Benchmarks) and its "
-                 "repository's MPE scripts, as summarised in " + FACTS)
+_MAPPO_SOURCE = ("The MAPPO paper: Yu et al., The Surprising Effectiveness of PPO in "
+                 "Cooperative Multi-Agent Games (NeurIPS 2022 Datasets and Benchmarks), and its "
+                 "repository's MPE training scripts (github.com/marlbenchmark/on-policy)")
 # Its MPE scripts: 128 rollout threads, 25-step episodes, lr 7e-4, hidden 64, a recurrent
 # layer with chunks of 10, entropy 0.01, GAE lambda 0.95, clip 0.2, value normalisation,
 # value loss coefficient 1, the agent ID in the critic's input.
@@ -159,14 +163,16 @@ def _mappo_part(name: str, environment: str, steps: int, epochs: int, **extra: A
     if environment == _SPREAD:
         published = {environment: {"mappo": Figure(
             -22.5, _MPE_UNITS, "MAPPO paper, 20M steps with 128 parallel environments: about "
-            "-120 in its team units T; ours = (T + 75) / 2 (" + FACTS + ")")}}
+            "-120 in its team units T (every agent gets the team sum, self-collisions "
+            "included); ours = (T + 75) / 2")}}
     return Part(name, ("mappo",), (environment,), steps,
                 _set(["mappo"], **_MAPPO_SETTINGS, num_epochs=epochs, **extra), published)
 
 
 # ---- TF-era Mava's MAD4PG on multiwalker ----
 
-_MAVA_SOURCE = "TF-era Mava's MAD4PG multiwalker example and its issue #314, as in " + FACTS
+_MAVA_SOURCE = ("TF-era Mava (github.com/instadeepai/Mava, its TensorFlow releases): its "
+                "MAD4PG multiwalker example and its issue #314")
 
 
 PRESETS: Dict[str, Preset] = {preset.name: preset for preset in (
@@ -186,8 +192,9 @@ PRESETS: Dict[str, Preset] = {preset.name: preset for preset in (
         seeds=5, evaluation_every_steps=100_000, evaluation_episodes=32,
         metric="final return, and the maximum and average returns over evaluations",
         units=_MPE_UNITS,
-        notes="The evaluation schedule and the seed count are ours (the facts give the "
-              "paper's none). With 8 threads instead of 128 the paper's spread plateaued "
+        notes="The paper's scripts fix no evaluation schedule or seed count for this preset "
+              "to encode: these are ours. Its value loss is a Huber loss, ours squared error. "
+              "With 8 threads instead of 128 the paper's spread plateaued "
               "near -170 T = -47.5 ours (its issue #46)."),
     Preset(
         name="mava_multiwalker", title="TF-era Mava's MAD4PG on multiwalker",
@@ -200,7 +207,7 @@ PRESETS: Dict[str, Preset] = {preset.name: preset for preset in (
             {"sisl/multiwalker_v9": {"mad4pg": Figure(
                 120.0, "sum over the 3 walkers of the episode return",
                 "Mava issue #314: about 40 mean per-walker return after about 1M executor "
-                "steps (an older multiwalker version), x 3 walkers (" + FACTS + ")")}}),),
+                "steps (an older multiwalker version), x 3 walkers")}}),),
         seeds=5, evaluation_every_steps=50_000, evaluation_episodes=32,
         metric="final return, and the maximum and average returns over evaluations",
         units="sum over the 3 walkers of the episode return (PettingZoo's multiwalker_v9)",
@@ -242,11 +249,22 @@ def part_flags(preset: Preset, part: Part, scale: float, seeds: Optional[int] = 
                    if part.exploration_steps else {})
     return {"systems": ",".join(part.systems), "envs": ",".join(part.environments),
             "env_module": list(preset.env_modules),
-            "seeds": seeds or preset.seeds,
+            "seeds": preset.seeds if seeds is None else seeds,
             "max_executor_steps": scaled_steps(part.max_executor_steps, scale),
             "overrides": [*_set(part.labels, evaluation_every_steps=every,
                                 evaluation_episodes=preset.evaluation_episodes, **exploration),
                           *part.settings]}
+
+
+def grid_record(preset: Preset, scale: float, part: Part) -> Dict[str, Any]:
+    """What each part's experiment.json records of its preset (see `grid.Grid.preset`)."""
+    return {"name": preset.name, "scale": scale, "part": part.name}
+
+
+def part_heading(record: Mapping[str, Any]) -> str:
+    """The first line of a part's report: the preset's scale line and the part (`record` as
+    `grid_record` makes it)."""
+    return f"{scale_line(get(record['name']), record['scale'])}; part {record['part']}"
 
 
 def scale_line(preset: Preset, scale: float) -> str:
@@ -270,7 +288,7 @@ def protocol_lines(preset: Preset, scale: float, seeds: int) -> List[str]:
 def describe(preset: Preset, scale: float = 1.0, seeds: Optional[int] = None,
              steps_per_s: float = DEFAULT_STEPS_PER_S, parallel: int = 1) -> str:
     """What `--dry_run` prints: the preset's grid, its protocol and its estimated hours."""
-    seeds = seeds or preset.seeds
+    seeds = preset.seeds if seeds is None else seeds
     lines = [scale_line(preset, scale), *protocol_lines(preset, scale, seeds)]
     total_runs, total_steps = 0, 0
     for part in preset.parts:
@@ -305,12 +323,17 @@ def save(out: str, preset: Preset, scale: float, seeds: Optional[int],
       ValueError: if `out` holds another preset, scale, seed count or changes (nothing is
         changed then).
     """
-    record = {"preset": preset.name, "scale": scale, "seeds": seeds or preset.seeds,
-              "changes": list(changes)}
+    record = {"preset": preset.name, "scale": scale,
+              "seeds": preset.seeds if seeds is None else seeds, "changes": list(changes)}
     saved = read(out)
     if saved is not None and saved != record:
         raise ValueError(f"{out} holds the preset run {saved}, not {record}; use another --out "
                          "or --start_fresh to move it aside")
+    if saved is None and os.path.isdir(out) and os.listdir(out):
+        raise ValueError(f"{out} is not empty and holds no preset run ({PRESET_FILE}); use "
+                         "another --out, or --start_fresh to move it aside")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out {out} is a file, not a directory; use another --out")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, PRESET_FILE), "w") as preset_file:
         json.dump(record, preset_file, indent=2)
