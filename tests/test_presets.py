@@ -32,6 +32,12 @@ def parts(text):
                        text, re.MULTILINE)}
 
 
+def evaluation_steps(text):
+    """{part: most evaluation steps per run} from a dry run's output."""
+    return {name: int(steps.replace(",", "")) for name, steps in re.findall(
+        r"^Part (\w+) .* and up to ([\d,]+) evaluation steps each", text, re.MULTILINE)}
+
+
 def hours(text):
     return float(re.search(r"about ([\d,.]+) hours at", text).group(1).replace(",", ""))
 
@@ -48,7 +54,12 @@ def test_epymarl_lbf_runs_the_seven_readme_tasks_off_and_on_policy_at_epymarls_b
     assert "qmix.exploration=linear:1,0.05,50000" in text
     assert "mappo.num_envs_per_executor=10" in text and "mappo.recurrent=true" in text
     assert "collecting all food gives 1.0" in text  # Units.
-    assert hours(text) == pytest.approx((105 * 2e6 + 70 * 20e6) / 300 / 3600, abs=0.1)
+    # Evaluation: a round at 0, at every 50,000 steps and at the limit, then the final
+    # evaluation of 10 rounds' episodes; 100 episodes of at most 50 steps each.
+    off_evaluation, on_evaluation = (41 + 10) * 100 * 50, (401 + 10) * 100 * 50
+    assert evaluation_steps(text) == {"off_policy": off_evaluation, "on_policy": on_evaluation}
+    assert hours(text) == pytest.approx(
+        (105 * (2e6 + off_evaluation) + 70 * (20e6 + on_evaluation)) / 300 / 3600, abs=0.1)
 
 
 def test_scale_shrinks_every_budget_and_is_stated_first(capsys):
@@ -63,7 +74,11 @@ def test_scale_shrinks_every_budget_and_is_stated_first(capsys):
     assert parts(text) == {"off_policy": (18, 40_000), "on_policy": (12, 400_000)}
     assert "every 500 executor steps, 100 greedy episodes" in text
     assert "qmix.exploration=linear:1,0.05,500" in text
-    assert hours(text) == pytest.approx((18 * 4e4 + 12 * 4e5) / 1000 / 2 / 3600, abs=0.1)
+    # The same number of evaluation rounds as at full scale (81 and 801), of 500-step episodes.
+    off_evaluation, on_evaluation = (81 + 10) * 100 * 500, (801 + 10) * 100 * 500
+    assert evaluation_steps(text) == {"off_policy": off_evaluation, "on_policy": on_evaluation}
+    assert hours(text) == pytest.approx(
+        (18 * (4e4 + off_evaluation) + 12 * (4e5 + on_evaluation)) / 1000 / 2 / 3600, abs=0.1)
 
 
 def test_mappo_mpe_has_the_papers_tasks_budgets_and_epochs_and_its_spread_figure(capsys):

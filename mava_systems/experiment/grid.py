@@ -20,6 +20,9 @@ import wrappers
 
 SETTINGS_FILE = "experiment.json"
 RUNS_DIR = "runs"
+# A finished run's final evaluation plays this many times the episodes of an evaluator round
+# (as marl-eval's absolute metrics, Gorsane et al. 2022).
+FINAL_EVALUATION_FACTOR = 10
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Set by the grid for each run, so not settable with --set.
 GRID_FIELDS = ("seed",)

@@ -19,6 +19,8 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from mava_systems.experiment import grid as grid_lib
+
 PRESET_FILE = "preset.json"
 # The figure --dry_run's estimate divides by, unless --steps_per_s gives another: executor
 # steps/s of one run of this project on LBF/RWARE on the shared 2-core machine, about
@@ -71,6 +73,7 @@ class Preset:
     evaluation_episodes: int
     metric: str
     units: str
+    episode_steps: int  # The tasks' episode limit: an evaluation episode's most steps.
     notes: str = ""
     env_modules: Tuple[str, ...] = ()  # Modules registering tasks (imported as --env_module).
 
@@ -110,7 +113,7 @@ _EPYMARL_PPO_SETTINGS = dict(recurrent=True, rnn_hidden_size=64, num_envs_per_ex
 
 
 def _epymarl(name: str, title: str, environments: Tuple[str, ...], off_policy_steps: int,
-             units: str, env_modules: Tuple[str, ...] = ()) -> Preset:
+             units: str, episode_steps: int, env_modules: Tuple[str, ...] = ()) -> Preset:
     labels_off = [item.partition("=")[0] for item in _EPYMARL_OFF_POLICY]
     labels_on = list(_EPYMARL_ON_POLICY)
     return Preset(
@@ -123,7 +126,7 @@ def _epymarl(name: str, title: str, environments: Tuple[str, ...], off_policy_st
         metric="EPyMARL's maximum return (the evaluation step with the highest mean over "
                "seeds, its mean and 95% CI) and average return (mean over all evaluations), "
                "beside the final return",
-        units=units,
+        units=units, episode_steps=episode_steps,
         notes="On-policy budgets are 10x the off-policy ones (EPyMARL counts its on-policy "
               "steps from one of its 10 parallel environments; we count every environment). "
               "IQL is our MADQN. EPyMARL's QMIX uses RMSProp, ours Adam. No published "
@@ -178,11 +181,11 @@ _MAVA_SOURCE = ("TF-era Mava (github.com/instadeepai/Mava, its TensorFlow releas
 PRESETS: Dict[str, Preset] = {preset.name: preset for preset in (
     _epymarl("epymarl_lbf", "EPyMARL's Level-Based Foraging benchmark", _LBF_TASKS, 2_000_000,
              "sum over the agents of the episode return; LBF's rewards are normalised so "
-             "that collecting all food gives 1.0 (EPyMARL's units)",
+             "that collecting all food gives 1.0 (EPyMARL's units)", episode_steps=50,
              env_modules=(EPYMARL_TASKS_MODULE,)),
     _epymarl("epymarl_rware", "EPyMARL's Robotic Warehouse benchmark", _RWARE_TASKS, 4_000_000,
              "deliveries per episode summed over the agents (EPyMARL's units); 500-step "
-             "episodes"),
+             "episodes", episode_steps=500),
     Preset(
         name="mappo_mpe", title="The MAPPO paper's MPE tasks", source=_MAPPO_SOURCE,
         parts=(_mappo_part("spread", _SPREAD, 20_000_000, 10),
@@ -191,7 +194,7 @@ PRESETS: Dict[str, Preset] = {preset.name: preset for preset in (
                _mappo_part("reference", "mpe/simple_reference_v3", 3_000_000, 15)),
         seeds=5, evaluation_every_steps=100_000, evaluation_episodes=32,
         metric="final return, and the maximum and average returns over evaluations",
-        units=_MPE_UNITS,
+        units=_MPE_UNITS, episode_steps=25,
         notes="The paper's scripts fix no evaluation schedule or seed count for this preset "
               "to encode: these are ours. Its value loss is a Huber loss, ours squared error. "
               "With 8 threads instead of 128 the paper's spread plateaued "
@@ -211,6 +214,7 @@ PRESETS: Dict[str, Preset] = {preset.name: preset for preset in (
         seeds=5, evaluation_every_steps=50_000, evaluation_episodes=32,
         metric="final return, and the maximum and average returns over evaluations",
         units="sum over the 3 walkers of the episode return (PettingZoo's multiwalker_v9)",
+        episode_steps=500,
         notes="Mava's example ran with remove_on_fall=False, which a grid cannot set (our "
               "multiwalker_v9 keeps PettingZoo's default); the evaluation schedule and the "
               "seed count are ours."),
@@ -285,19 +289,30 @@ def protocol_lines(preset: Preset, scale: float, seeds: int) -> List[str]:
     return lines + ([f"Notes: {preset.notes}"] if preset.notes else [])
 
 
+def evaluation_steps(preset: Preset, steps: int, every: int, episodes: int) -> int:
+    """The most evaluation steps one run of `steps` executor steps plays: a round of `episodes`
+    at step 0, at every multiple of `every` and at the limit, and the final evaluation of
+    `grid.FINAL_EVALUATION_FACTOR` x `episodes`; episodes of `preset.episode_steps`."""
+    rounds = steps // every + 1 + (steps % every > 0)
+    return (rounds + grid_lib.FINAL_EVALUATION_FACTOR) * episodes * preset.episode_steps
+
+
 def describe(preset: Preset, scale: float = 1.0, seeds: Optional[int] = None,
              steps_per_s: float = DEFAULT_STEPS_PER_S, parallel: int = 1) -> str:
     """What `--dry_run` prints: the preset's grid, its protocol and its estimated hours."""
     seeds = preset.seeds if seeds is None else seeds
+    every = scaled_steps(preset.evaluation_every_steps, scale)
     lines = [scale_line(preset, scale), *protocol_lines(preset, scale, seeds)]
-    total_runs, total_steps = 0, 0
+    total_runs, total_steps, total_evaluation = 0, 0, 0
     for part in preset.parts:
         steps = scaled_steps(part.max_executor_steps, scale)
+        evaluation = evaluation_steps(preset, steps, every, preset.evaluation_episodes)
         runs = len(part.systems) * len(part.environments) * seeds
         total_runs += runs
         total_steps += runs * steps
+        total_evaluation += runs * evaluation
         lines += ["", f"Part {part.name} (in <out>/{part.name}): {runs} runs of {steps:,} "
-                      f"executor steps",
+                      f"executor steps, and up to {evaluation:,} evaluation steps each",
                   f"  systems: {', '.join(part.systems)}",
                   f"  tasks: {', '.join(part.environments)}"]
         settings = part_flags(preset, part, scale, seeds)["overrides"]
@@ -306,11 +321,16 @@ def describe(preset: Preset, scale: float = 1.0, seeds: Optional[int] = None,
             for label, figure in figures.items():
                 lines.append(f"  published: {label} on {environment}: {figure.value:g} "
                              f"({figure.units}; {figure.source})")
-    hours = total_steps / (steps_per_s * parallel) / 3600.0
-    lines += ["", f"In all: {total_runs} runs, {total_steps:,} executor steps; about "
-                  f"{hours:,.1f} hours at {steps_per_s:g} executor steps/s per run, {parallel} "
-                  f"run(s) at a time (--steps_per_s; {DEFAULT_STEPS_PER_S:g} is this project's "
-                  "LBF/RWARE runs on a shared 2-core machine, docs/benchmarks.md)."]
+    hours = (total_steps + total_evaluation) / (steps_per_s * parallel) / 3600.0
+    lines += ["", f"In all: {total_runs} runs, {total_steps:,} executor steps and up to "
+                  f"{total_evaluation:,} evaluation steps (episodes of at most "
+                  f"{preset.episode_steps} steps; a final evaluation of "
+                  f"{grid_lib.FINAL_EVALUATION_FACTOR} x {preset.evaluation_episodes} episodes "
+                  f"per run); about {hours:,.1f} hours at {steps_per_s:g} steps/s per run, "
+                  f"{parallel} run(s) at a time (--steps_per_s; {DEFAULT_STEPS_PER_S:g} is this "
+                  "project's LBF/RWARE runs on a shared 2-core machine, docs/benchmarks.md). "
+                  "Under --scale the evaluations keep their number and episodes, so they take "
+                  "a larger share: fewer episodes with --set LABEL.evaluation_episodes=N."]
     return "\n".join(lines)
 
 

@@ -24,9 +24,7 @@ from mava_systems.experiment import grid as grid_lib
 from mava_systems.experiment import systems
 
 FINAL_EVALUATION_FILE = "final_evaluation.json"
-# The final evaluation plays this many times the episodes of an evaluator round (as
-# marl-eval's absolute metrics, Gorsane et al. 2022).
-FINAL_EVALUATION_FACTOR = 10
+FINAL_EVALUATION_FACTOR = grid_lib.FINAL_EVALUATION_FACTOR
 INTERRUPTED_EXIT_CODE = 3
 
 FLAGS = flags.FLAGS
