@@ -40,12 +40,14 @@ def _run_parser() -> argparse.ArgumentParser:
                              "--max_executor_steps: one of "
                              f"{', '.join(sorted(presets.PRESETS))} (docs/experiments.md)")
     parser.add_argument("--scale", type=float, default=1.0,
-                        help="with --preset: every budget and evaluation interval x this, in "
-                             "(0, 1] (stated on the report's first line)")
+                        help="with --preset: every budget, evaluation interval and exploration "
+                             "schedule x this, in (0, 1] (stated on the output's and the "
+                             "report's first line and in experiment.json)")
     parser.add_argument("--dry_run", action="store_true",
                         help="with --preset: print its grid and estimated hours; run nothing")
     parser.add_argument("--steps_per_s", type=float, default=presets.DEFAULT_STEPS_PER_S,
-                        help="with --dry_run: executor steps/s per run the estimate assumes")
+                        help="with --dry_run: the steps/s (executor and evaluation) of one run "
+                             "the estimate assumes")
     parser.add_argument("--systems",
                         help="comma-separated registered systems, each optionally labelled "
                              "(label=system) to compare configurations of one system")
