@@ -234,7 +234,7 @@ def run_main(argv: Sequence[str], quiet: bool = False) -> int:
         print(presets.scale_line(presets.get(args.preset), args.scale), file=say, flush=True)
     runs, failed = 0, []
     for part, grid in grids:
-        out = os.path.join(args.out, part)
+        out = os.path.join(args.out, part) if part else args.out
         if part:
             print(f"Part {part}: {len(grid.runs(out))} runs of {grid.max_executor_steps:,} "
                   f"executor steps in {out}", file=say, flush=True)
