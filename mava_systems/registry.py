@@ -19,6 +19,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Type
 
 from absl import flags
 
+from wrappers import registry as wrappers_registry
+
 _SYSTEMS: Dict[str, Type] = {}
 
 
@@ -95,8 +97,12 @@ def recorded_location(cls: Type) -> Dict[str, str]:
     """
     location = {"system_class": class_path(cls)}
     problem = None
+    module = sys.modules.get(cls.__module__)
     if "<locals>" in cls.__qualname__:
         problem = "is defined inside a function"
+    elif cls.__module__ != "__main__" and not wrappers_registry.importable_as(
+            cls.__module__, getattr(module, "__file__", None)):
+        location["system_script"] = os.path.abspath(module.__file__)  # Imported by its path.
     elif cls.__module__ == "__main__":
         main = sys.modules["__main__"]
         spec = getattr(main, "__spec__", None)
@@ -145,6 +151,41 @@ def _read(path: str) -> str:
         return source.read()
 
 
+def import_script(script: str, flags_aside: bool = True) -> Any:
+    """The module a `.py` file defines, imported by its path (once per process, under a name made
+    of its stem and a digest of its path, unless already imported under another name).
+
+    With `flags_aside`, absl flags the file defines as it is imported are dropped afterwards
+    (see `_flags_set_aside`), and so are those of libraries it imports first: a module imported
+    before anything is launched (a system module) keeps them.
+
+    Raises:
+      ImportError: if the file is gone; whatever its code raises.
+    """
+    script = os.path.abspath(script)
+    if not os.path.exists(script):
+        raise ImportError(f"no file {script}")
+    loaded = wrappers_registry.loaded_module(script)
+    if loaded is not None:
+        return loaded
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(script))[0])
+    digest = hashlib.sha1(script.encode()).hexdigest()[:8]
+    name = f"{SCRIPT_MODULE_PREFIX}{stem}_{digest}"  # Scripts of one name in two folders differ.
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(script))  # Its sibling modules, as when it ran.
+    try:
+        with _flags_set_aside() if flags_aside else contextlib.nullcontext():
+            spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    finally:
+        sys.path.remove(os.path.dirname(script))
+    return module
+
+
 def import_recorded_class(location: Mapping[str, Any]) -> Type:
     """The class `recorded_location` recorded: imported from its module, or from its script.
 
@@ -156,23 +197,32 @@ def import_recorded_class(location: Mapping[str, Any]) -> Type:
         return import_class(path)
     if not os.path.exists(script):
         raise ImportError(f"the script {script} that defines {path.partition(':')[2]} is gone")
-    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(script))[0])
-    digest = hashlib.sha1(os.path.abspath(script).encode()).hexdigest()[:8]
-    name = f"{SCRIPT_MODULE_PREFIX}{stem}_{digest}"  # Scripts of one name in two folders differ.
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, script)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        sys.path.insert(0, os.path.dirname(script))  # Its sibling modules, as when it ran.
-        try:
-            with _flags_set_aside():
-                spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        finally:
-            sys.path.remove(os.path.dirname(script))
-    return import_class(f"{name}:{path.partition(':')[2]}")
+    module = import_script(script)
+    return import_class(f"{module.__name__}:{path.partition(':')[2]}")
+
+
+def import_system_module(module: str) -> List[str]:
+    """Imports a researcher's module (a name, or a `.py` file's path) that defines system classes;
+    returns the names of the systems it defines (they join the registry as they are defined).
+
+    Raises:
+      ValueError: if the file is missing, the module cannot be imported, or it defines no system.
+    """
+    if module.endswith(".py") and not os.path.isfile(module):
+        raise ValueError(f"system module {module!r}: no such file")
+    try:
+        imported = (import_script(module, flags_aside=False) if module.endswith(".py")
+                    else importlib.import_module(module))
+    except Exception as error:  # pylint: disable=broad-except
+        raise ValueError(f"cannot import the system module {module!r}: "
+                         f"{type(error).__name__}: {error}") from None
+    load_builtin_systems()
+    names = sorted(name for name, cls in _SYSTEMS.items() if cls.__module__ == imported.__name__)
+    if not names:
+        raise ValueError(f"system module {module!r} defines no system: a class deriving from "
+                         "mava_systems.system.DistributedSystem with its own system_name "
+                         f"(registered systems: {', '.join(sorted(_SYSTEMS))})")
+    return names
 
 
 def import_class(path: str) -> Type:

@@ -4,6 +4,7 @@ import glob
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -132,6 +133,65 @@ def test_an_out_holding_another_grid_is_refused_untouched_unless_start_fresh(tmp
     assert grid_lib.read_grid(out).max_executor_steps == 200
     with pytest.raises(ValueError, match=r"seeds: saved 3, now 2"):  # Not with another change.
         grid_lib.prepare_out(grid_lib.Grid(entries, [ENV], 2, 400), out)
+
+
+MY_SYSTEM = """
+from mava_systems import vdn
+
+
+class MyVDN(vdn.VDN):
+    \"\"\"A researcher's own system, defined in a file of theirs.\"\"\"
+
+    system_name = "test_experiment_my_vdn"
+"""
+
+
+@pytest.mark.parametrize("text, message", [
+    (None, r"system module '.*mine\.py': no such file"),
+    ("x = 1\n", r"system module '.*mine\.py' defines no system: a class deriving from "
+                 r"mava_systems\.system\.DistributedSystem with its own system_name"),
+    ("import no_such_module\n", r"cannot import the system module '.*mine\.py': "
+                                 r"ModuleNotFoundError"),
+])
+def test_a_bad_system_module_is_refused_naming_it(tmp_path, capsys, text, message):
+    if text is not None:
+        (tmp_path / "mine.py").write_text(text)
+    out = str(tmp_path / "grid")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--systems=vdn", f"--envs={ENV}", "--max_executor_steps=10", f"--out={out}",
+                  f"--system_module={tmp_path / 'mine.py'}"])
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not os.path.exists(out)
+
+
+def test_a_system_from_the_researchers_file_joins_a_grid_and_later_commands_find_it(tmp_path):
+    path = tmp_path / "user_code" / "my_system.py"
+    path.parent.mkdir()
+    path.write_text(MY_SYSTEM)
+    out = str(tmp_path / "grid")
+    flags = {"systems": [os.path.relpath(path)]}
+    modules = grid_lib.modules_to_import(out, flags)
+    assert modules == {"systems": [str(path)], "environments": []}  # Recorded by absolute path.
+    grid_lib.import_modules(modules)
+    entries = grid_lib.parse_entries("mine=test_experiment_my_vdn,vdn")
+    grid = grid_lib.Grid(entries, [ENV], 1, 100,
+                         grid_lib.parse_overrides(["mine.learning_rate=3e-3"], entries), modules)
+    grid_lib.prepare_out(grid, out)
+    # A later command (resume, report) finds the module without the flag, or with it again.
+    assert grid_lib.read_grid(out).modules == {"systems": [str(path)]}
+    assert grid_lib.modules_to_import(out, {}) == modules
+    assert grid_lib.modules_to_import(out, flags) == modules
+    grid_lib.prepare_out(grid_lib.Grid(entries, [ENV], 1, 100, grid.overrides), out)
+    assert grid_lib.read_grid(out).modules == {}  # (The command passes the saved ones on.)
+    # Each run's process imports the module before looking the system up.
+    command = scheduling.run_command(grid, grid.runs(out)[0], "local_mt", grid.module_flags())
+    assert f"--system_module={path}" in command and "--system=test_experiment_my_vdn" in command
+    system_class = run_one.system_class_of(command[3:])
+    assert system_class.__name__ == "MyVDN"
+    # Its runs record the file, where evaluate imports the class from.
+    assert registry.recorded_location(system_class)["system_script"] == str(path)
+    assert registry.import_recorded_class(registry.recorded_location(system_class)) is system_class
 
 
 def test_every_registered_system_names_its_acting_node_arguments():

@@ -116,28 +116,46 @@ USER_MODULE = """
 """
 
 
-def test_a_registered_environment_runs_in_an_experiment_and_evaluates_in_a_fresh_process(tmp_path):
+USER_SYSTEM = """
+    from mava_systems import vdn
+
+
+    class MyVDN(vdn.VDN):
+        \"\"\"A user's own system (here VDN under its own name), defined in a file of theirs.\"\"\"
+
+        system_name = "my_vdn"
+"""
+
+
+def test_a_registered_environment_and_an_own_system_run_in_an_experiment_and_evaluate_in_a_fresh_process(
+        tmp_path):
     module_dir = tmp_path / "user_code"
     module_dir.mkdir()
     (module_dir / "my_environments.py").write_text(textwrap.dedent(USER_MODULE))
+    (module_dir / "my_systems.py").write_text(textwrap.dedent(USER_SYSTEM))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
                PYTHONPATH=os.pathsep.join([str(module_dir), os.environ.get("PYTHONPATH", ROOT)]))
     out = str(tmp_path / "experiment")
-    command = [sys.executable, "-m", "mava_systems.experiment", "--systems=vdn", "--envs=mine/corridor_v0",
-               "--env_module=my_environments", "--seeds=1", "--max_executor_steps=300", f"--out={out}",
-               "--set", "vdn.min_replay_size=100", "--set", "vdn.batch_size=32",
-               "--set", "vdn.evaluation_interval_s=1", "--progress_interval_s=0"]
+    # The system's file by its path: each run's process imports it before looking the system up.
+    command = [sys.executable, "-m", "mava_systems.experiment", "--systems=my_vdn", "--envs=mine/corridor_v0",
+               "--env_module=my_environments", f"--system_module={module_dir / 'my_systems.py'}",
+               "--seeds=1", "--max_executor_steps=300", f"--out={out}",
+               "--set", "my_vdn.min_replay_size=100", "--set", "my_vdn.batch_size=32",
+               "--set", "my_vdn.evaluation_interval_s=1", "--progress_interval_s=0"]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
-    run_dir = os.path.join(out, "runs", "mine", "corridor_v0", "vdn", "seed_0")
+    run_dir = os.path.join(out, "runs", "mine", "corridor_v0", "my_vdn", "seed_0")
     with open(os.path.join(run_dir, "run.json")) as run_file:
         description = json.load(run_file)
     assert description["environment_name"] == "mine/corridor_v0"
     assert description["environment_registration"] == "my_environments"
+    assert description["system_script"] == str(module_dir / "my_systems.py")
+    assert description["system_class"].endswith(":MyVDN")
     final = read_final_evaluation(run_dir)
     assert final["episodes"] > 0, final
 
-    # A fresh process imports my_environments (recorded in run.json) to rebuild the environment.
+    # A fresh process imports my_systems.py and my_environments (recorded in run.json) to rebuild
+    # the system and the environment.
     evaluation = subprocess.run([sys.executable, "-m", "mava_systems.evaluate", f"--run_dir={run_dir}",
                                  "--episodes=3"], cwd=ROOT, env=env, capture_output=True, text=True,
                                 timeout=300)

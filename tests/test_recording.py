@@ -19,6 +19,7 @@ from mava_systems import evaluate, madqn, recording
 from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.runs.run_directory import release
 import wrappers
+from wrappers import grid_rendering
 
 SPREAD_STEPS = 25  # simple_spread_v3's max_cycles.
 LINE_WORLD_STEPS = 10
@@ -157,7 +158,8 @@ def test_the_evaluator_records_every_k_rounds_into_videos_and_tensorboard(tmp_pa
 
 @pytest.mark.parametrize("name", ["mpe/simple_spread_v3", "sisl/pursuit_v5",
                                   "butterfly/cooperative_pong_v6", "classic/tictactoe_v3",
-                                  "gymnasium/CartPole-v1"])
+                                  "gymnasium/CartPole-v1", "lbf/Foraging-8x8-2p-2f-coop-v3",
+                                  "rware/rware-tiny-2ag-v2"])
 def test_every_family_that_draws_images_is_re_made_to_render_them(name):
     factory = wrappers.make_environment_factory(name)
     if name.startswith("mpe"):  # As MADQN makes it.
@@ -175,3 +177,58 @@ def test_every_family_that_draws_images_is_re_made_to_render_them(name):
     image = recording.labelled_image(recorder.frames[1], max_size=100)
     assert max(image.shape[:2]) == 100
     environment.close()
+
+
+def agent_cells(environment):
+    """(row, column) of each agent of an LBF or RWARE environment, in agent order."""
+    unwrapped = environment.environment.env.unwrapped
+    if hasattr(unwrapped, "players"):
+        return [tuple(player.position) for player in unwrapped.players]
+    return [(agent.y, agent.x) for agent in unwrapped.agents]
+
+
+@pytest.mark.parametrize("name, cell_pixels", [("lbf/Foraging-2s-8x8-2p-2f-coop-v3", 51),
+                                               ("rware/rware-tiny-4ag-v2", 31)])
+def test_lbf_and_rware_draw_headless_with_each_agents_number_in_its_cell(name, cell_pixels):
+    environment = recording.rendering_environment(wrappers.make_environment_factory(name),
+                                                  recording.RGB, seed=1)
+    environment.reset()
+    image = environment.render()
+    labels = np.all(image == grid_rendering.LABEL_COLOUR, axis=-1)
+    cells = agent_cells(environment)
+    assert len(cells) == len(environment.possible_agents)
+    for row, column in cells:
+        corner = labels[row * cell_pixels:row * cell_pixels + cell_pixels // 2,
+                        column * cell_pixels:column * cell_pixels + cell_pixels // 2]
+        assert corner.sum() > 10, (row, column)
+    # Nowhere else: every labelled pixel lies in an agent's cell.
+    rows, columns = np.nonzero(labels)
+    assert set(zip(rows // cell_pixels, columns // cell_pixels)) <= set(cells)
+    environment.close()
+
+
+def test_a_recorded_lbf_episode_has_a_frame_per_step(tmp_path):
+    run_dir = str(tmp_path / "lbf")
+    make_run(run_dir, "lbf/Foraging-8x8-2p-2f-coop-v3")
+    path = str(tmp_path / "episode.gif")
+    result = evaluate.record(run_dir, path, episodes=1, seed=0)
+    frames = iio.imread(path, index=None)
+    assert len(frames) == result["episode_lengths"][0] + 1 == result["frames"]
+    assert frames.shape[1:] == (409, 409, 3)
+
+
+def test_a_machine_where_pyglet_cannot_draw_is_named_before_anything_plays(monkeypatch):
+    import pyglet  # pylint: disable=import-outside-toplevel
+
+    def no_context(*args, **kwargs):
+        raise RuntimeError("no EGL device")
+
+    grid_rendering.use_headless_pyglet()
+    from pyglet import gl  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    monkeypatch.setattr(pyglet.window, "Window", no_context)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(ValueError, match=r"cannot draw the environment with pyglet on an "
+                                         r"off-screen EGL context .*libegl1.*"
+                                         r"install_render_libraries.sh.*no EGL device"):
+        recording.check_renders(wrappers.make_environment_factory("rware/rware-tiny-2ag-v2"),
+                                recording.RGB)

@@ -16,7 +16,11 @@ from gymnasium import spaces
 import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 
+from wrappers import grid_rendering
 from wrappers.specs import ACTION_MASK_KEY
+
+
+RGB = "rgb_array"
 
 
 class TupleEnvReaders(NamedTuple):
@@ -29,11 +33,14 @@ class TupleEnvReaders(NamedTuple):
       legal_actions: the unwrapped env's per-agent 0/1 masks of legal actions.
       reset_lock: held while the env resets, for envs whose reset is not thread-safe (the
         executors and the evaluator of a `local_mt` program are threads of one process).
+      image: the unwrapped env drawn as an (H, W, 3) uint8 image with each agent's number,
+        for envs whose own `render()` ignores `render_mode="rgb_array"`.
     """
 
     ended_by_time_limit: Optional[Callable[[Any], bool]] = None
     legal_actions: Optional[Callable[[Any], Sequence[np.ndarray]]] = None
     reset_lock: Optional[ContextManager[Any]] = None
+    image: Optional[Callable[[Any], np.ndarray]] = None
 
 
 def _lbf_legal_actions(env: Any) -> List[np.ndarray]:
@@ -53,13 +60,14 @@ KNOWN_ENVIRONMENTS: Dict[str, TupleEnvReaders] = {
     # state) or at `max_episode_steps` (a time limit), both reported as terminated.
     "lbforaging.foraging.environment:ForagingEnv": TupleEnvReaders(
         ended_by_time_limit=lambda env: bool(env.field.sum() > 0),
-        legal_actions=_lbf_legal_actions),
+        legal_actions=_lbf_legal_actions, image=grid_rendering.foraging_image),
     # Robotic Warehouse 2.0.0 has no terminal states: episodes end at `max_steps` or after
     # `max_inactivity_steps` without a delivery, both limits on time. Its reset numbers the
     # agents and shelves with class-level counters shared by every Warehouse of the process:
     # two resetting at once give agents ids beyond the last (an IndexError in the package).
     "rware.warehouse:Warehouse": TupleEnvReaders(ended_by_time_limit=lambda env: True,
-                                                 reset_lock=threading.Lock()),
+                                                 reset_lock=threading.Lock(),
+                                                 image=grid_rendering.warehouse_image),
 }
 
 
@@ -111,6 +119,12 @@ class TupleSpaceParallelEnv(ParallelEnv):
         self._index = {agent: index for index, agent in enumerate(self.possible_agents)}
         self.agents: List[str] = []
         self.render_mode = getattr(env, "render_mode", None)
+        self.metadata = {**self.metadata, "render_modes": (
+            [RGB] if self._readers.image else list(env.metadata.get("render_modes", [])))}
+        if self.render_mode == RGB and self._readers.image:
+            problem = grid_rendering.rendering_problem()
+            if problem is not None:
+                raise ValueError(problem)
         self._own_state = callable(getattr(env.unwrapped, "state", None)) and \
             getattr(env.unwrapped, "state_space", None) is not None
         self.state_space = (env.unwrapped.state_space if self._own_state
@@ -164,7 +178,10 @@ class TupleSpaceParallelEnv(ParallelEnv):
                 self._infos(info))
 
     def render(self) -> Any:
-        """The env's rendering."""
+        """The env's rendering (for known envs made with `render_mode="rgb_array"`, their image
+        with each agent's number)."""
+        if self.render_mode == RGB and self._readers.image:
+            return self._readers.image(self.env.unwrapped)
         return self.env.render()
 
     def close(self) -> None:

@@ -197,7 +197,7 @@ def available_environments() -> Dict[str, List[str]]:
 _SCRIPT_MODULE_PREFIX = "_mava_environments_of_"
 
 
-def _importable_as(module_name: str, file_name: Optional[str]) -> bool:
+def importable_as(module_name: str, file_name: Optional[str]) -> bool:
     """Whether a fresh process finds `file_name` by importing `module_name` (a top-level name
     is looked up on sys.path; a module of a package is taken to be importable)."""
     if "." in module_name or not file_name:
@@ -209,6 +209,17 @@ def _importable_as(module_name: str, file_name: Optional[str]) -> bool:
         return False
 
 
+def loaded_module(file_name: str) -> Optional[Any]:
+    """The module already imported from the file `file_name` (under any name), or None: a file
+    given both as an environment and as a system module is imported once."""
+    path = os.path.abspath(file_name)
+    for module in list(sys.modules.values()):
+        loaded_from = getattr(module, "__file__", None)
+        if isinstance(loaded_from, str) and os.path.abspath(loaded_from) == path:
+            return module
+    return None
+
+
 def _caller_registration(depth: int) -> Optional[str]:
     """Where the code `depth` frames up is: its module's name, or for a script (`__main__`, or
     a file imported by path under a name no fresh process would find) its file's absolute path;
@@ -216,7 +227,7 @@ def _caller_registration(depth: int) -> Optional[str]:
     frame = sys._getframe(depth + 1)  # pylint: disable=protected-access
     module_name = frame.f_globals.get("__name__", "")
     file_name = frame.f_globals.get("__file__")
-    if module_name == "__main__" or not _importable_as(module_name, file_name):
+    if module_name == "__main__" or not importable_as(module_name, file_name):
         return os.path.abspath(file_name) if file_name else None
     return module_name or None
 
@@ -234,7 +245,7 @@ def import_registration(registration: Optional[str]) -> None:
             registration = os.path.abspath(registration)
             digest = hashlib.sha1(registration.encode()).hexdigest()[:8]
             module_name = f"{_SCRIPT_MODULE_PREFIX}{digest}"
-            if module_name in sys.modules:
+            if module_name in sys.modules or loaded_module(registration) is not None:
                 return
             spec = importlib.util.spec_from_file_location(module_name, registration)
             if spec is None or not os.path.exists(registration):

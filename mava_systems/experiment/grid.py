@@ -20,12 +20,22 @@ import wrappers
 
 SETTINGS_FILE = "experiment.json"
 RUNS_DIR = "runs"
+# A finished run's final evaluation plays this many times the episodes of an evaluator round
+# (as marl-eval's absolute metrics, Gorsane et al. 2022).
+FINAL_EVALUATION_FACTOR = 10
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Set by the grid for each run, so not settable with --set.
 GRID_FIELDS = ("seed",)
 # Settable with --set besides config fields, for systems that explore by schedule: the
 # examples' --exploration flag (e.g. `--set qmix.exploration=linear:1,0.05,200000`).
 EXPLORATION_SETTING = "exploration"
+# experiment.json's record of the researcher's modules, by kind, and each kind's flag. They say
+# where the grid's systems and environments are defined, not what the results are: a later
+# command may leave them out (the saved ones are imported) or add some.
+MODULES_KEY = "modules"
+MODULE_KINDS = {"environments": "env_module", "systems": "system_module"}
+# experiment.json's record of the preset (and its scale) a grid is a part of.
+PRESET_KEY = "preset"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +119,7 @@ def _convert(field: dataclasses.Field, text: str) -> Any:
         return tuple(int(item) for item in text.split(",") if item.strip())
     if text.lower() == "none":
         return None
-    if isinstance(default, int):
+    if isinstance(default, int) or field.metadata.get("integer"):
         return int(text)
     if isinstance(default, float) or default is None:
         return float(text)
@@ -170,6 +180,12 @@ class Grid:
     seeds: int
     max_executor_steps: int
     overrides: Dict[str, Dict[str, str]] = dataclasses.field(default_factory=dict)
+    # The researcher's modules the runs import: {"systems": [...], "environments": [...]}
+    # (see `MODULE_KINDS`), each a module name or a `.py` file's absolute path.
+    modules: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+    # The published protocol this grid is part of (`experiment --preset`): {"name", "scale",
+    # "part"}; None for a grid of flags.
+    preset: Optional[Dict[str, Any]] = None
 
     def __post_init__(self):
         for name, value in (("seeds", self.seeds), ("max_executor_steps", self.max_executor_steps)):
@@ -182,7 +198,11 @@ class Grid:
                 "environments": list(self.environments), "seeds": self.seeds,
                 "max_executor_steps": self.max_executor_steps,
                 "overrides": {label: dict(sorted(fields.items()))
-                              for label, fields in self.overrides.items() if fields}}
+                              for label, fields in self.overrides.items() if fields},
+                **({MODULES_KEY: {kind: list(self.modules[kind]) for kind in MODULE_KINDS
+                                  if self.modules.get(kind)}}
+                   if any(self.modules.get(kind) for kind in MODULE_KINDS) else {}),
+                **({PRESET_KEY: dict(self.preset)} if self.preset else {})}
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> "Grid":
@@ -191,7 +211,14 @@ class Grid:
         overrides = {entry.label: dict(settings.get("overrides", {}).get(entry.label, {}))
                      for entry in entries}
         return cls(entries, list(settings["environments"]), settings["seeds"],
-                   settings["max_executor_steps"], overrides)
+                   settings["max_executor_steps"], overrides,
+                   {kind: list(paths) for kind, paths in settings.get(MODULES_KEY, {}).items()},
+                   settings.get(PRESET_KEY))
+
+    def module_flags(self) -> List[str]:
+        """The flags that make a run import the grid's modules (`run_one`, the examples)."""
+        return [f"--{MODULE_KINDS[kind]}={module}" for kind in MODULE_KINDS
+                for module in self.modules.get(kind, [])]
 
     def runs(self, out: str) -> List[Run]:
         """Every run, seed by seed, then environment, then entry: a grid stopped part-way
@@ -239,10 +266,52 @@ def _read_settings(path: str) -> Dict[str, Any]:
     return settings
 
 
+def module_path(module: str) -> str:
+    """A module as recorded: a `.py` file by its absolute path (found from any directory), a
+    module name as it is."""
+    return os.path.abspath(module) if module.endswith(".py") else module
+
+
+def modules_to_import(out: str, flags: Mapping[str, Sequence[str]],
+                      start_fresh: bool = False) -> Dict[str, List[str]]:
+    """The modules a command on `out` imports, by kind: those the grid saved in `out` (none with
+    `start_fresh`, which moves it aside), then those `flags` ({kind: modules}) add.
+
+    Raises:
+      ValueError: if the saved experiment.json is damaged.
+    """
+    path = os.path.join(out, SETTINGS_FILE)
+    saved = (_read_settings(path).get(MODULES_KEY, {})
+             if os.path.exists(path) and not start_fresh else {})
+    return {kind: list(dict.fromkeys([*saved.get(kind, []),
+                                      *(module_path(module) for module in flags.get(kind, []))]))
+            for kind in MODULE_KINDS}
+
+
+def import_modules(modules: Mapping[str, Sequence[str]]) -> None:
+    """Imports the researcher's environment modules, then system modules (a file given as both
+    is imported once).
+
+    Raises:
+      ValueError: naming a module that is missing, fails to import, or (a system module)
+        defines no system.
+    """
+    for module in modules.get("environments", []):
+        wrappers.import_registration(module)
+    for module in modules.get("systems", []):
+        registry.import_system_module(module)
+
+
+def _results_settings(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """Settings without the record of modules: what must match between commands on one grid."""
+    return {key: value for key, value in values.items() if key != MODULES_KEY}
+
+
 def raises_the_budget(saved: Mapping[str, Any], settings: Mapping[str, Any]) -> bool:
     """Whether the grid `settings` describe is the saved one with a larger step budget."""
     def others(values: Mapping[str, Any]) -> Dict[str, Any]:
-        return {key: value for key, value in values.items() if key != "max_executor_steps"}
+        return {key: value for key, value in _results_settings(values).items()
+                if key != "max_executor_steps"}
     return (others(saved) == others(settings)
             and settings["max_executor_steps"] > saved.get("max_executor_steps", 0))
 
@@ -268,9 +337,11 @@ def prepare_out(grid: Grid, out: str, start_fresh: bool = False) -> Optional[str
     settings = grid.settings()
     if os.path.exists(path):
         saved = _read_settings(path)
-        if saved != settings and not raises_the_budget(saved, settings):
+        if (_results_settings(saved) != _results_settings(settings)
+                and not raises_the_budget(saved, settings)):
             differences = "; ".join(f"{key}: saved {saved.get(key)!r}, now {settings.get(key)!r}"
-                                    for key in sorted(set(saved) | set(settings))
+                                    for key in sorted(set(_results_settings(saved))
+                                                      | set(_results_settings(settings)))
                                     if saved.get(key) != settings.get(key))
             raise ValueError(f"{out} holds an experiment with other settings ({differences}). "
                              "Use another --out, or --start_fresh to move it aside (a larger "

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from mava_systems.experiment import grid as grid_lib
+from mava_systems.experiment import presets
 from mava_systems.experiment import results as results_lib
 from mava_systems.experiment import statistics
 
@@ -81,6 +82,8 @@ def compute_report(out: str, points: int = results_lib.DEFAULT_POINTS,
     tasks have no common scale, see the module docstring).
     """
     grid = grid_lib.read_grid(out)
+    # The random policy plays the grid's environments: a researcher's are registered by its modules.
+    grid_lib.import_modules({"environments": grid.modules.get("environments", [])})
     run_results = results_lib.read_results(out, points)
     environments = list(grid.environments)
     labels = [entry.label for entry in grid.entries]
@@ -164,7 +167,8 @@ def intervals_text(seeds: int) -> str:
 def markdown(report: Report, grid: grid_lib.Grid) -> str:
     """The Markdown summary: settings, the metrics papers report per task, per-task IQMs and
     every run's score, aggregates over tasks where the tasks share a scale, probabilities of
-    improvement from `MIN_IMPROVEMENT_SEEDS` seeds, figures."""
+    improvement from `MIN_IMPROVEMENT_SEEDS` seeds, figures. A preset's part opens with the
+    preset's name and scale."""
     seeds = report.seeds
     entries = ", ".join(f"`{entry.label}` = {entry.system}"
                         + "".join(f", {field}={value}" for field, value in
@@ -175,7 +179,7 @@ def markdown(report: Report, grid: grid_lib.Grid) -> str:
               f"resampled at {len(report.step_points)} evenly spaced steps, the latest round at "
               "or before each (the runs were evaluated on the clock, at different steps)")
     lines = [
-        "# Experiment report", "",
+        f"# {presets.part_heading(grid.preset)}" if grid.preset else "# Experiment report", "",
         f"Entries: {entries}. Environments: {', '.join(report.environments)}. "
         f"Seeds: {seeds}. Budget: {report.max_executor_steps:,} executor steps per run.",
         "",
@@ -329,7 +333,8 @@ def plot_returns(report: Report, path: str) -> str:
 
 def write_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_POINTS,
                  reps: int = statistics.DEFAULT_REPS) -> Dict[str, str]:
-    """Computes the report of the grid in `out` and writes its files to `report_dir`; returns them by kind."""
+    """Computes the report of the grid in `out` and writes its files to `report_dir`; returns
+    them by kind."""
     grid = grid_lib.read_grid(out)
     report, run_results, scaled_scores = compute_report(out, points, reps)
     os.makedirs(report_dir, exist_ok=True)
@@ -351,4 +356,52 @@ def write_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_PO
         json.dump(dataclasses.asdict(report), numbers_file, indent=2)
     with open(files["markdown"], "w") as markdown_file:
         markdown_file.write(markdown(report, grid))
+    return files
+
+
+def write_preset_report(out: str, report_dir: str, points: int = results_lib.DEFAULT_POINTS,
+                        reps: int = statistics.DEFAULT_REPS) -> Dict[str, str]:
+    """Writes the report of each finished part of the preset run in `out` to
+    `report_dir/<part>`, and `report_dir/report.md`: the preset and its scale on its first
+    line, the protocol, the published figures beside ours, and the parts not finished yet;
+    returns the files by kind.
+
+    Raises:
+      ValueError: if no part has finished.
+    """
+    record = presets.read(out)
+    preset = presets.get(record["preset"])
+    line = presets.scale_line(preset, record["scale"])
+    files: Dict[str, str] = {}
+    numbers: Dict[str, Any] = {}
+    unfinished: Dict[str, str] = {}
+    for part in preset.parts:
+        try:
+            part_files = write_report(os.path.join(out, part.name),
+                                      os.path.join(report_dir, part.name), points, reps)
+        except ValueError as error:
+            unfinished[part.name] = str(error)
+            continue
+        files.update({f"{part.name} {kind}": path for kind, path in part_files.items()})
+        with open(part_files["numbers"]) as numbers_file:
+            numbers[part.name] = json.load(numbers_file)
+    if not numbers:
+        raise ValueError(f"no part of the preset run in {out} can be reported yet: "
+                         + "; ".join(f"{name}: {error}" for name, error in unfinished.items()))
+    seeds = record["seeds"]
+    changes = record.get("changes") or []
+    lines = [f"# {line}", "", *presets.protocol_lines(preset, record["scale"], seeds),
+             *([f"Changed by --set (each part's report lists its entries' settings): "
+                f"{' '.join(changes)}."] if changes else []),
+             "", "## Published figures beside ours", "",
+             *presets.published_table(preset, numbers,
+                                      f" (n={seeds})" if seeds < FULL_SEEDS else ""),
+             "", "## Parts", "",
+             *(f"- [{part.name}]({part.name}/{REPORT_FILE}): {', '.join(part.systems)} on "
+               f"{', '.join(part.environments)}" if part.name in numbers else
+               f"- {part.name}: not reported ({unfinished[part.name]})"
+               for part in preset.parts), ""]
+    files["markdown"] = os.path.join(report_dir, REPORT_FILE)
+    with open(files["markdown"], "w") as markdown_file:
+        markdown_file.write("\n".join(lines))
     return files

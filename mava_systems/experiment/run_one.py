@@ -18,16 +18,15 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app, flags, logging
 
 from mava_systems import evaluate, registry
-from mava_systems.terminal import console
+from mava_systems.experiment import grid as grid_lib
 from mava_systems.launching import launch
 from mava_systems.nodes import lifecycle
 from mava_systems.runs.run_directory import read_status
+from mava_systems.terminal import console
 from mava_systems.experiment import systems
 
 FINAL_EVALUATION_FILE = "final_evaluation.json"
-# The final evaluation plays this many times the episodes of an evaluator round (as
-# marl-eval's absolute metrics, Gorsane et al. 2022).
-FINAL_EVALUATION_FACTOR = 10
+FINAL_EVALUATION_FACTOR = grid_lib.FINAL_EVALUATION_FACTOR
 INTERRUPTED_EXIT_CODE = 3
 
 FLAGS = flags.FLAGS
@@ -83,13 +82,29 @@ def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _flag_value(argv: Sequence[str], name: str) -> Optional[str]:
+def _flag_values(argv: Sequence[str], name: str) -> List[str]:
+    values = []
     for index, argument in enumerate(argv):
         if argument.startswith(f"--{name}="):
-            return argument.split("=", 1)[1]
-        if argument == f"--{name}" and index + 1 < len(argv):
-            return argv[index + 1]
-    return None
+            values.append(argument.split("=", 1)[1])
+        elif argument == f"--{name}" and index + 1 < len(argv):
+            values.append(argv[index + 1])
+    return values
+
+
+def system_class_of(argv: Sequence[str]) -> Any:
+    """The system class `--system` names, once the `--env_module`s and `--system_module`s
+    (which may define it) are imported.
+
+    Raises:
+      ValueError: if `--system` is missing or unknown, or a module cannot be imported.
+    """
+    names = _flag_values(argv, "system")
+    if not names:
+        raise ValueError("--system is required")
+    grid_lib.import_modules({kind: _flag_values(argv, flag)
+                             for kind, flag in grid_lib.MODULE_KINDS.items()})
+    return registry.system_class(names[-1])
 
 
 def make_main(system_class: Any):
@@ -127,14 +142,14 @@ def make_main(system_class: Any):
 
 def run(argv: List[str]) -> None:
     """Runs the system that `--system` in `argv` names."""
-    name = _flag_value(argv[1:], "system")
-    if not name:
-        sys.exit("error: --system is required")
     try:
-        system_class = registry.system_class(name)
+        system_class = system_class_of(argv[1:])
     except ValueError as error:
         sys.exit(f"error: {error}")
     flags.DEFINE_string("system", None, "The registered system to run.")
+    flags.DEFINE_multi_string("system_module", [],
+                              "A module (or .py file) defining --system, imported first "
+                              "(repeatable).")
     app.run(make_main(system_class), argv)
 
 
