@@ -69,7 +69,8 @@ class VectorisedEnvironmentLoop(CountedLoop):
         taken = 0
         try:
             self._read_first_counts()
-            self._receive(self._call("reset", self._seeds), actions=None)
+            if self._timesteps[0] is None:  # Not yet reset (a later `run` continues).
+                self._receive(self._call("reset", self._seeds), actions=None)
             while num_steps is None or taken < num_steps:
                 if not any(episode is not None for episode in self._episodes) and all(
                         self._finished):
