@@ -20,6 +20,10 @@ Every variant plays whole episodes (reset included) in one thread:
                    `num_envs_per_executor=N` runs it; counted in environment steps (also
                    executor_replay_<system>_envs_<N> for each of `--systems`, and
                    executor_replay_recurrent_<system>_envs_<N> for each of `--recurrent`)
+  executor_replay_vectorised_<N>  (d) with N environments per executor as one vectorised
+                   environment (`--vectorised`, with `--num_envs`): one policy call and one
+                   batched step for all N (`VectorisedEnvironmentLoop`, issue 45), one adder
+                   stream each (also executor_replay_<system>_vectorised_<N>)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
                    reference GRU agent, or policy and critic), as a ratio of the same system's
@@ -49,6 +53,7 @@ VARIANTS = {
 SYSTEM_VARIANT = "executor_replay_{}"
 RECURRENT_VARIANT = "executor_replay_recurrent_{}"
 ENVS_VARIANT = "executor_replay_envs_{}"
+VECTORISED_VARIANT = "executor_replay_vectorised_{}"
 # Iterations (a step of every environment) per timed call of a several-environment variant.
 ENVS_ITERATIONS = 25
 DIAGNOSTIC = ("loop_random", "executor_replay_logging")
@@ -128,6 +133,9 @@ def main() -> None:
                         help="environments per executor (comma-separated, e.g. 2,4,8,16) timed "
                              "with MADQN's executor and replay beside (d), and with each of "
                              "--systems and --recurrent; empty: none")
+    parser.add_argument("--vectorised", action="store_true",
+                        help="also time each --num_envs count as one vectorised environment "
+                             "(wrappers.vectorised), with MADQN's executor and each of --systems")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -167,16 +175,23 @@ def main() -> None:
                                             logger, extra_log_fn=lambda: {"epsilon": executor.epsilon}))
 
     from mava_systems.acting.multi_environment import (MultiEnvironmentLoop,
-                                                       environment_seeds)
+                                                           environment_seeds)
+    from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
 
-    def make_multi_environment_loop(num_envs: int, system: Any = system,
-                                    client: Any = client) -> Callable[[], int]:
+    def make_multi_environment_loop(num_envs: int, system: Any = system, client: Any = client,
+                                    vectorised: bool = False) -> Callable[[], int]:
         seeds = environment_seeds(args.seed, 0, num_envs, 0, 1)
         executor = system.multi_environment_executor(
             system.builder.make_networks(), common.exploration_arguments(system, args.epsilon),
             client, None, seeds)
-        loop = MultiEnvironmentLoop(
-            [system.environment_factory(evaluation=False, seed=seed) for seed in seeds], executor)
+        if vectorised:
+            loop = VectorisedEnvironmentLoop(system.vectorised_environment(num_envs), executor,
+                                             seeds)
+            loop.run(num_steps=1)  # Resets the environments; `step` continues them.
+        else:
+            loop = MultiEnvironmentLoop(
+                [system.environment_factory(evaluation=False, seed=seed) for seed in seeds],
+                executor)
         return lambda: sum(loop.step() for _ in range(ENVS_ITERATIONS))
 
     random_env = factory(evaluation=False, seed=args.seed)
@@ -203,6 +218,12 @@ def main() -> None:
             for name, (other, _, other_client) in systems.items():
                 variants[f"{variant.format(name)}_envs_{count}"] = (
                     make_multi_environment_loop(count, other, other_client))
+        if args.vectorised:
+            variants[VECTORISED_VARIANT.format(count)] = make_multi_environment_loop(
+                count, vectorised=True)
+            for name, (other, _, other_client) in other_systems.items():
+                variants[f"{SYSTEM_VARIANT.format(name)}_vectorised_{count}"] = (
+                    make_multi_environment_loop(count, other, other_client, vectorised=True))
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -230,6 +251,11 @@ def main() -> None:
                  for count in num_envs},
               **{f"{SYSTEM_VARIANT.format(name)}_envs_{count}":
                  f"(d) with {name.upper()}'s executor, {count} environments per executor"
+                 for name in other_systems for count in num_envs},
+              **{VECTORISED_VARIANT.format(count): f"(d) with {count} vectorised environments"
+                 for count in num_envs},
+              **{f"{SYSTEM_VARIANT.format(name)}_vectorised_{count}":
+                 f"(d) with {name.upper()}'s executor, {count} vectorised environments"
                  for name in other_systems for count in num_envs},
               **{f"{RECURRENT_VARIANT.format(name)}_envs_{count}":
                  f"(d) with {name.upper()}'s recurrent executor, {count} environments per executor"
@@ -272,6 +298,13 @@ def main() -> None:
                 print(f"{name.upper()}{kind}, {count} environments per executor: "
                       f"{common.fmt(common.ratio(several, single), 3)} x its one-environment "
                       "steps/s")
+        if args.vectorised:
+            for name in ["madqn", *other_systems]:
+                prefix = "executor_replay" if name == "madqn" else SYSTEM_VARIANT.format(name)
+                speedup = common.ratio(medians[f"{prefix}_vectorised_{count}"],
+                                       medians[f"{prefix}_envs_{count}"])
+                print(f"{name.upper()}, {count} vectorised environments: "
+                      f"{common.fmt(speedup, 3)} x the steps/s of {count} reference environments")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

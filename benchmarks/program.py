@@ -3,6 +3,10 @@
     .venv/bin/python -m benchmarks.program [--repeats 3 --seconds 60]
     .venv/bin/python -m benchmarks.program --systems madqn,mappo --configs local_mp:1,local_mp:2
     .venv/bin/python -m benchmarks.program --configs local_mp:1,local_mp:2 --baseline ../base
+    .venv/bin/python -m benchmarks.program --systems mappo --configs local_mp:1 \
+        --flag=--env=lbf/Foraging-8x8-2p-2f-coop-v3 \
+        --variant "B16=--num_envs_per_executor=16" \
+        --variant "B16-reference=--num_envs_per_executor=16 --vectorised=false"
 
 For each system (`--systems`, default MADQN; any with an examples/mpe/run_<system>.py)
 and configuration (launch type x executors; default local_mt and local_mp
@@ -34,7 +38,10 @@ share of the trainer's time its steps waited for sampled batches (its CSV's
 load average during the runs. `--baseline DIR` runs the same configurations
 of another checkout (e.g. a worktree of an earlier commit) in turn with this
 one's, for ratios measured side by side (`--baseline_flag` gives its runs their
-own example flags, e.g. without a lever it lacks); `--max_executor_steps N` gives the
+own example flags, e.g. without a lever it lacks); each `--variant NAME=FLAGS` instead of
+the plain run runs every configuration with FLAGS added to --flag's (e.g. environments per
+executor, or their implementation: issue 45), keyed "NAME/<configuration>"; `--flag=--env=ID`
+runs another environment than simple_spread_v3 (the last --env wins); `--max_executor_steps N` gives the
 examples a step limit (adding the coordinator, and the executors' count at
 every episode).
 
@@ -157,10 +164,21 @@ def ray_node_pids(run_dir: str) -> Dict[int, str]:
             for incarnation in incarnations if "pid" in incarnation}
 
 
+def parse_variant(text: str) -> Tuple[str, List[str]]:
+    """"B16=--num_envs_per_executor=16 --vectorised=false" -> ("B16/", [the two flags])."""
+    name, sep, flags = text.partition("=")
+    name = name.strip()
+    if not sep or not name or "/" in name or not flags.split():
+        raise SystemExit(f"bad variant {text!r}: expected NAME=FLAGS (NAME without '/')")
+    return f"{name}/", flags.split()
+
+
 def run_once(launch_type: str, executors: int, args: Any,
              cpu_tree: Optional[common.ProcessTree] = None, system: str = "madqn",
-             root: str = common.ROOT, label: str = "") -> Dict[str, Any]:
-    """One run of system `system`'s MPE example (of the repository at `root`); its figures.
+             root: str = common.ROOT, label: str = "",
+             extra_flags: Sequence[str] = ()) -> Dict[str, Any]:
+    """One run of system `system`'s MPE example (of the repository at `root`), with
+    `extra_flags` after --flag's; its figures.
 
     `cpu_tree`: the processes whose CPU time the run is charged (default: the
     launcher's tree; a simulated Ray cluster's nodes live outside it).
@@ -171,6 +189,7 @@ def run_once(launch_type: str, executors: int, args: Any,
     flags = args.flag
     if label == BASELINE_PREFIX and getattr(args, "baseline_flag", None) is not None:
         flags = args.baseline_flag
+    flags = [*flags, *extra_flags]
     command = common.example_command(
         os.path.join(run_dir, "run"), launch_type, args.max_executor_steps,
         [f"--num_executors={executors}", *flags], system_name=system, root=root)
@@ -349,16 +368,23 @@ def main() -> None:
                         help="a flag for the --baseline checkout's runs instead of the --flag "
                              "ones (repeatable; e.g. a lever the baseline does not have: "
                              "--flag=--jit_compile=true --baseline_flag=--seed=0)")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="NAME=FLAGS: instead of the plain run, every configuration runs "
+                             "with FLAGS (space-separated example flags after --flag's), keyed "
+                             "\"NAME/<configuration>\" (repeatable; the variants take turns)")
     add_run_arguments(parser)
     args = common.check_args(parser.parse_args())
     if args.baseline_flag is not None and not args.baseline:
         raise SystemExit("--baseline_flag needs --baseline")
-    variants = [("", common.ROOT)]
+    variants: List[Tuple[str, str, List[str]]] = [("", common.ROOT, [])]
+    if args.variant:
+        variants = [(label, common.ROOT, flags)
+                    for label, flags in map(parse_variant, args.variant)]
     if args.baseline:
         baseline = os.path.abspath(args.baseline)
         if not os.path.isdir(os.path.join(baseline, "mava_systems")):
             raise SystemExit(f"--baseline {args.baseline!r} is not a checkout of this repository")
-        variants.append((BASELINE_PREFIX, baseline))
+        variants.append((BASELINE_PREFIX, baseline, []))
     configs = parse_configs(args.configs)
     systems = common.system_names(args.systems)
     if not systems:
@@ -368,15 +394,15 @@ def main() -> None:
 
     runs: Dict[str, List[Dict[str, Any]]] = {
         label + config_key(*config, system): [] for config in configs for system in systems
-        for label, _ in variants}
+        for label, _, _ in variants}
     common.progress(f"{len(runs)} runs (systems x configurations) x {args.repeats} repeats, each "
                     f"about start-up + {args.seconds:g} s + stop")
     for repeat in range(args.repeats):
-        for (launch_type, executors), system, (label, root) in itertools.product(
+        for (launch_type, executors), system, (label, root, extra_flags) in itertools.product(
                 configs, systems, variants):
             key = label + config_key(launch_type, executors, system)
             result = run_once(launch_type, executors, args, system=system, root=root,
-                              label=label)
+                              label=label, extra_flags=extra_flags)
             runs[key].append(result)
             common.progress(
                 f"repeat {repeat + 1}/{args.repeats}  {key}: "
@@ -406,7 +432,7 @@ def main() -> None:
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results
         figures[key] = entry
-    for (launch_type, executors), system, (label, _) in itertools.product(
+    for (launch_type, executors), system, (label, _, _) in itertools.product(
             configs, systems, variants):
         entry = figures[label + config_key(launch_type, executors, system)]
         madqn_entry = figures.get(label + config_key(launch_type, executors))
@@ -431,8 +457,10 @@ def main() -> None:
                      common.fmt(entry["seconds_to_first_trainer_step"]),
                      common.fmt(entry["trainer_idle_s_at_stop"]),
                      f"{good_runs}/{len(entry['runs'])}", entry["unclean_stops"]))
+    environment = next((flag.partition("=")[2] for flag in reversed(args.flag)
+                        if flag.startswith("--env=")), common.ENV_NAME)
     common.print_table(
-        f"Whole program: {', '.join(name.upper() for name in systems)} on {common.ENV_NAME}, "
+        f"Whole program: {', '.join(name.upper() for name in systems)} on {environment}, "
         f"{args.seconds:g} s from the first trainer step (median of {args.repeats})",
         ["configuration", "executor steps/s", "of MADQN's", "of baseline's", "trainer steps/s",
          "of baseline's", "CPU ms per executor step", "cores", "peak RSS MB",
@@ -448,8 +476,9 @@ def main() -> None:
             print(f"Target ({key}): >= 400-600 executor steps/s while the trainer steps: "
                   f"{'met' if ok else 'NOT met'} ({common.fmt(entry['executor_sps'])} executor, "
                   f"{common.fmt(entry['trainer_sps'])} trainer steps/s)")
-    common.emit(args, figures, {"benchmark": "program", "env": common.ENV_NAME,
+    common.emit(args, figures, {"benchmark": "program", "env": environment,
                                 "systems": systems, "example_flags": args.flag,
+                                "variants": args.variant,
                                 "baseline": args.baseline,
                                 "baseline_flags": (args.flag if args.baseline_flag is None
                                                    else args.baseline_flag)})

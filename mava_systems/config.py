@@ -98,6 +98,34 @@ def num_envs_per_executor_field() -> Any:
                              "stream, as one executor each would.")
 
 
+VECTORISED_CHOICES = ("auto", "true", "false")
+
+
+def vectorised_field() -> Any:
+    """The `vectorised` field of a multi-agent system's config (see
+    `acting/vectorised_loop.py`)."""
+    return documented("auto", "Which implementation executors step: 'auto' a vectorised one "
+                              "(wrappers.vectorised: all of an executor's environments in one "
+                              "NumPy call) when num_envs_per_executor > 1 and the environment "
+                              "has one, else the reference package's; 'true' the vectorised "
+                              "one (refused if the environment has none); 'false' the "
+                              "reference package's.")
+
+
+def vectorised_choice(value: Any) -> Optional[bool]:
+    """`vectorised`'s value as None (auto), True or False.
+
+    Raises:
+      ValueError: naming the field and its choices, on any other value.
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in VECTORISED_CHOICES:
+        raise ValueError(f"vectorised={value!r} is not one of {', '.join(VECTORISED_CHOICES)}")
+    return {"auto": None, "true": True, "false": False}[text]
+
+
 def check_sizes(config: Any, name: str) -> None:
     """Makes `config.<name>` a tuple of layer sizes; raises ValueError naming the field unless it
     is a non-empty sequence of positive integers."""
@@ -240,6 +268,7 @@ class MultiAgentConfig(RunConfig):
               "different roles.")
     variable_update_period: int = bounded(100, 1, doc="Executor steps between variable fetches.")
     num_envs_per_executor: int = num_envs_per_executor_field()
+    vectorised: str = vectorised_field()
 
 
 @dataclasses.dataclass

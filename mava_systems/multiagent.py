@@ -51,10 +51,13 @@ import reverb
 from mava_systems.nodes.counting import ExecutorCounter
 from mava_systems.nodes.lifecycle import call_unless_stopped
 from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
-                                                   MultiEnvironmentLoop, environment_seeds)
+                                                       MultiEnvironmentLoop, environment_seeds)
+from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
+from mava_systems.config import vectorised_choice
 from mava_systems.specs import MAEnvironmentSpec, network_keys
 from mava_systems.system import DistributedSystem
 from wrappers.agent_ids import WithAgentIDs
+from wrappers.registry import EnvironmentFactory
 
 # Resumed executors seed with their step count times this, so they do not replay old episodes.
 RESUME_SEED_STRIDE = 1_000_003
@@ -115,6 +118,7 @@ class MultiAgentSystem(DistributedSystem):
         self.environment_spec = MAEnvironmentSpec.from_environment(environment)
         environment.close()
         self.check_environment()
+        self._vectorised = self.steps_vectorised()
         self.builder = self.make_builder(
             network_keys(self.environment_spec.agents, self.config.shared_weights),
             network_factory or self.make_default_network_factory())
@@ -158,6 +162,90 @@ class MultiAgentSystem(DistributedSystem):
         del executor
         return {}
 
+    # Which implementation executors step.
+    def steps_vectorised(self) -> bool:
+        """Whether executors step a vectorised environment (see `config.vectorised`): checked
+        here, before any process starts.
+
+        Raises:
+          ValueError: on a bad `vectorised` value; with `vectorised='true'`, if the environment
+            has no vectorised implementation (naming those there are) or is not one of the
+            registry's; if the vectorised environment's specs differ from the reference one's.
+        """
+        choice = vectorised_choice(self.config.vectorised)
+        if choice is False or (choice is None and self.num_envs_per_executor == 1):
+            return False
+        factory = self._registry_factory()
+        if factory is None:
+            if choice:
+                raise ValueError("vectorised=true needs an environment of the registry "
+                                 f"(wrappers.make_environment_factory), got "
+                                 f"{self._environment_factory!r}")
+            return False
+        from wrappers.vectorised import (  # pylint: disable=import-outside-toplevel
+            vectorised_families, vectorised_implementation)
+        try:
+            make = vectorised_implementation(factory.name)
+        except ValueError:  # Its family has vectorised environments, not this one.
+            if choice:
+                raise
+            return False
+        if make is None:
+            if choice:
+                listing = "; ".join(f"{family}: {', '.join(names)}"
+                                    for family, names in vectorised_families().items())
+                raise ValueError(f"vectorised=true: {factory.name!r} has no vectorised "
+                                 f"implementation (there are {listing})")
+            return False
+        self.check_vectorised_specs(self.vectorised_environment(1))
+        return True
+
+    def _registry_factory(self) -> Optional[EnvironmentFactory]:
+        """The registry's factory this system's environments come from (None: a user's)."""
+        factory = self._environment_factory
+        if isinstance(factory, WithAgentIDs):
+            factory = factory.factory
+        return factory if isinstance(factory, EnvironmentFactory) else None
+
+    def vectorised_environment(self, num_envs: int) -> Any:
+        """`num_envs` of this system's environments stepped together (a `BatchedEnvironment`),
+        with agent IDs when the config asks."""
+        from wrappers.vectorised import make_vectorised_environment  # pylint: disable=import-outside-toplevel
+        from wrappers.vectorised.agent_ids import BatchedAgentIDs  # pylint: disable=import-outside-toplevel
+        factory = self._registry_factory()
+        environment = make_vectorised_environment(factory.name, num_envs, **factory.env_kwargs)
+        return BatchedAgentIDs(environment) if self.config.agent_ids else environment
+
+    def check_vectorised_specs(self, environment: Any) -> None:
+        """Raises ValueError unless the vectorised `environment` has the reference environment's
+        agents, observation and action shapes and extras (the networks are built for those)."""
+        spec = self.environment_spec
+
+        def shapes(tree_of_specs: Any) -> Any:
+            return {key: getattr(value, "shape", None) if not isinstance(value, tuple)
+                    else tuple(item.shape for item in value)
+                    for key, value in tree_of_specs.items()}
+
+        vectorised = (list(environment.agents), shapes(environment.observation_spec()),
+                      {agent: action.num_values for agent, action in
+                       environment.action_spec().items()},
+                      shapes(environment.extras_spec()))
+        reference = (spec.agents, shapes(spec.observations),
+                     {agent: getattr(action, "num_values", None)
+                      for agent, action in spec.actions.items()},
+                     shapes(spec.extras))
+        if vectorised != reference:
+            raise ValueError(f"the vectorised {self._environment_factory.name!r} differs from the "
+                             f"reference package's (agents, observation shapes, actions, extras: "
+                             f"{vectorised} vs {reference}); run with vectorised=false")
+
+    def environment_implementation(self) -> str:
+        """Which implementation executors step, as the run's header names it."""
+        if not self._vectorised:
+            return "reference package"
+        return (f"vectorised (wrappers.vectorised, {self.num_envs_per_executor} environments "
+                f"per call)")
+
     # The run's description.
     def description(self) -> Dict[str, Any]:
         """The base description (see `DistributedSystem`), with the exploration settings."""
@@ -171,6 +259,7 @@ class MultiAgentSystem(DistributedSystem):
         settings.update(
             environment=getattr(self._environment_factory, "name", None),
             environment_kwargs=getattr(self._environment_factory, "env_kwargs", None),
+            environment_implementation=self.environment_implementation(),
             **self.exploration_settings(),
             config=config)
         return settings
@@ -206,7 +295,9 @@ class MultiAgentSystem(DistributedSystem):
 
         With `config.num_envs_per_executor` N > 1 it steps N environments,
         acting for all of them in one policy call and writing each one's steps
-        to its own adder (see `acting/multi_environment.py`). A resumed
+        to its own adder (see `acting/multi_environment.py`); they are one
+        vectorised environment when `steps_vectorised` (see
+        `acting/vectorised_loop.py`). A resumed
         executor continues its exploration from its own saved step count (per
         environment), with fresh random seeds.
         """
@@ -225,7 +316,7 @@ class MultiAgentSystem(DistributedSystem):
         logging.info("%s explores with %s from its step %d (%d environment%s)", label,
                      ", ".join(map(repr, exploration.values())) or "its policy", start_step,
                      num_envs, "s" if num_envs > 1 else "")
-        if num_envs == 1:
+        if num_envs == 1 and not self._vectorised:
             executor = self.builder.make_executor(
                 networks, adder=self.builder.make_adder(replay),
                 variable_client=variable_client, seed=seeds[0], **exploration)
@@ -236,12 +327,15 @@ class MultiAgentSystem(DistributedSystem):
         executor = self.multi_environment_executor(networks, exploration, replay,
                                                    variable_client, seeds)
         executor.num_steps = start_step // num_envs
+        loop_options = dict(counter=executor_counter,
+                            logger=self.node_logger(label, "executor_steps"),
+                            extra_log_fn=lambda: self.executor_log_values(executor),
+                            step_limit=self._max_executor_steps, steps_key=self.steps_key)
+        if self._vectorised:
+            return VectorisedEnvironmentLoop(self.vectorised_environment(num_envs), executor, seeds,
+                                             **loop_options)
         environments = [self._environment_factory(evaluation=False, seed=seed) for seed in seeds]
-        return MultiEnvironmentLoop(
-            environments, executor, counter=executor_counter,
-            logger=self.node_logger(label, "executor_steps"),
-            extra_log_fn=lambda: self.executor_log_values(executor),
-            step_limit=self._max_executor_steps, steps_key=self.steps_key)
+        return MultiEnvironmentLoop(environments, executor, **loop_options)
 
     @property
     def num_envs_per_executor(self) -> int:

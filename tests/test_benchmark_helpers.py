@@ -70,6 +70,14 @@ def test_program_results_keep_madqn_keys_and_prefix_other_systems():
     assert program.config_key("local_mp", 2, "mappo") == "mappo/local_mp:2"
 
 
+def test_program_variants_name_their_runs_and_add_their_flags():
+    assert program.parse_variant("B16-reference=--num_envs_per_executor=16 --vectorised=false") == (
+        "B16-reference/", ["--num_envs_per_executor=16", "--vectorised=false"])
+    for bad in ("B16", "=--num_envs_per_executor=16", "a/b=--seed=1", "B16= "):
+        with pytest.raises(SystemExit, match="expected NAME=FLAGS"):
+            program.parse_variant(bad)
+
+
 def test_the_cpu_account_gives_each_groups_cpu_per_executor_step():
     runs = [{"executor_sps": 1000.0, "group_cores": {"executor": 0.7, "trainer": 0.4}},
             {"executor_sps": 500.0, "group_cores": {"executor": 0.5, "trainer": 0.2,

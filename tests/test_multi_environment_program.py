@@ -1,8 +1,10 @@
 """End-to-end: a MADQN program whose executor steps 4 environments stops exactly, counts every
 environment's episodes, and resumes (examples/mpe/run_madqn.py on debug/line_world_v0, whose
 episodes last 10 steps); recurrent QMIX and MAPPO programs with 2 environments per executor
-train on the sequences they write."""
+train on the sequences they write; a MAPPO program stepping 4 vectorised LBF environments per
+executor (one batched step) stops exactly, counts every environment's steps and resumes."""
 
+import json
 import math
 import os
 import subprocess
@@ -48,6 +50,43 @@ def test_four_environments_per_executor_stop_exactly_and_resume(tmp_path):
     assert 800 <= int(counts["executor_steps"]) <= 800 - 1 + NUM_ENVS * EPISODE_LENGTH
     assert int(counts["executor_episodes"]) == int(counts["executor_steps"]) // EPISODE_LENGTH
     assert int(counts["executor_0_steps"]) == int(counts["executor_steps"])
+
+
+LBF = "lbf/Foraging-8x8-2p-2f-coop-v3"
+LBF_EPISODE_LIMIT = 50  # Its max_episode_steps; its episodes may end sooner.
+
+
+def assert_every_environment_step_counted(run_dir, limit):
+    """The run stopped within one episode per environment of `limit`, and its executor's episode
+    rows (one per environment episode) add up to every step the counter counted."""
+    counts = read_status(run_dir).counts
+    steps = int(counts["executor_steps"])
+    assert limit <= steps <= limit - 1 + NUM_ENVS * LBF_EPISODE_LIMIT
+    assert int(counts["executor_0_steps"]) == steps
+    rows = read_csv(run_dir, "executor_0")
+    assert sum(int(row["episode_length"]) for row in rows) == steps
+    assert len(rows) == int(counts["executor_episodes"])
+    return steps
+
+
+def test_four_vectorised_lbf_environments_stop_exactly_and_resume(tmp_path):
+    run_dir = str(tmp_path / "run")
+    flags = [f"--env={LBF}", "--num_executors=1", "--num_envs_per_executor=4",
+             "--evaluation_interval_s=1", "--terminal_log_interval_s=5", *MAPPO_FLAGS]
+    output = program_helpers.run_example(os.path.join("lbf", "run_mappo.py"), run_dir, *flags,
+                                         "--max_executor_steps=400")
+    with open(os.path.join(run_dir, "config.json")) as config_file:
+        assert json.load(config_file)["environment_implementation"] == (
+            "vectorised (wrappers.vectorised, 4 environments per call)")
+    reached, limit = stop_count(output)
+    assert limit == 400 and reached >= 400
+    first_steps = assert_every_environment_step_counted(run_dir, 400)
+    assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 0
+
+    resumed = program_helpers.run_example(os.path.join("lbf", "run_mappo.py"), run_dir, *flags,
+                                          "--max_executor_steps=800")
+    assert stop_count(resumed)[1] == 800
+    assert assert_every_environment_step_counted(run_dir, 800) > first_steps
 
 
 @pytest.mark.parametrize("script, flags, loss", [

@@ -1,0 +1,235 @@
+"""The executor's data path on vectorised environments (`acting/vectorised_loop.py`): one
+policy call per step for all B environments, each environment's replay stream holding exactly
+what an executor stepping the reference package's environment with the same seed and actions
+writes; exact stop counts; the implementation chosen (`config.vectorised`) named in the header,
+and a vectorised family asked for an id it does not implement refused with the ids it has."""
+
+import threading
+
+from acme.utils import counting
+import numpy as np
+import pytest
+import reverb
+import tree
+
+from mava_systems import registry
+from mava_systems.nodes.counting import ExecutorCounter
+from mava_systems.acting.exploration import LinearEpsilon
+from mava_systems.acting.multi_environment import MultiEnvironmentExecutor, environment_seeds
+from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
+from mava_systems.multiagent import RESUME_SEED_STRIDE
+import wrappers
+
+LBF = "lbf/Foraging-8x8-2p-2f-coop-v3"
+EPISODE_LIMIT = 50  # Foraging-8x8-2p-2f-coop-v3's max_episode_steps.
+NUM_ENVS = 3
+
+
+def make_system(name, tmp_path_factory, **config):
+    system_class = registry.system_class(name)
+    return system_class(wrappers.make_environment_factory(LBF),
+                        run_dir=str(tmp_path_factory.mktemp("run")),
+                        config=system_class.config_class(seed=3, **config))
+
+
+@pytest.fixture(scope="module", params=["mappo", "qmix"])
+def system(request, tmp_path_factory):
+    return make_system(request.param, tmp_path_factory, num_envs_per_executor=NUM_ENVS)
+
+
+class RecordingClient:
+    """A Reverb client whose writers also keep, in `items`, the data of every item they create."""
+
+    def __init__(self, client):
+        self._client = client
+        self.items = []
+        self.writers = []
+
+    def trajectory_writer(self, *args, **kwargs):
+        writer = self._client.trajectory_writer(*args, **kwargs)
+        self.writers.append(writer)
+        create_item = writer.create_item
+
+        def record(table, priority, trajectory):
+            self.items.append(tree.map_structure(lambda column: column.numpy(), trajectory))
+            create_item(table, priority, trajectory)
+
+        writer.create_item = record
+        return writer
+
+    def close(self):
+        """Closes the writers (a server with open streams takes seconds to stop)."""
+        for writer in self.writers:
+            writer.close()
+            # The adders flush their writer when they are collected: nothing is left to flush.
+            writer.flush = lambda *args, **kwargs: None
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+@pytest.fixture(scope="module")
+def client(system):
+    """A client of a server with the system's tables, unbounded (nothing consumes the items)."""
+    server = reverb.Server([reverb.Table(table.name, reverb.selectors.Uniform(),
+                                         reverb.selectors.Fifo(), 10 ** 6,
+                                         reverb.rate_limiters.MinSize(1))
+                            for table in system.replay()])
+    yield reverb.Client(f"localhost:{server.port}")
+    server.stop()
+
+
+def exploration(system):
+    # Random draws matter (one generator per environment) and epsilon moves per environment.
+    return ({"exploration_schedule": LinearEpsilon(1.0, 0.05, 60)}
+            if getattr(system, "explores_by_schedule", False) else {})
+
+
+def recording_streams(system, client, networks, seeds):
+    """A MultiEnvironmentExecutor over `seeds` whose streams write through the builder's adders to
+    recording clients; the clients."""
+    builder, options = system.builder, exploration(system)
+    clients = [RecordingClient(client) for _ in seeds]
+    actor = builder.make_executor(networks, seed=list(seeds), **options)
+    streams = [builder.make_executor(networks, adder=builder.make_adder(client), seed=seed,
+                                     **options) for client, seed in zip(clients, seeds)]
+    return MultiEnvironmentExecutor(actor, streams), clients
+
+
+def steps_of_finished_episodes(parts):
+    """The environment steps of the episodes that ended among `parts` (an OutputsLog's)."""
+    ends = [position for position, (on_last, _) in enumerate(parts) if on_last]
+    return sum(not on_last for on_last, _ in parts[:ends[-1]]) if ends else 0
+
+
+def close(clients):
+    for one in clients:
+        one.close()
+
+
+class OutputsLog:
+    """Records, per environment, the policy outputs its stream received and whether it acted on a
+    LAST timestep (a row the batched reset ignores); counts the policy calls."""
+
+    def __init__(self, executor, loop):
+        self.calls, self.parts = 0, [[] for _ in executor.streams]
+        policy_outputs = executor.actor.policy_outputs
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return policy_outputs(*args, **kwargs)
+
+        executor.actor.policy_outputs = counted
+        for index, stream in enumerate(executor.streams):
+            stream.actions_from_outputs = self._recording(index, stream.actions_from_outputs,
+                                                          loop)
+
+    def _recording(self, index, actions_from_outputs, loop):
+        def record(part, actor=None):
+            timestep = loop._timesteps[index][0]  # pylint: disable=protected-access
+            self.parts[index].append((timestep.last(), tree.map_structure(np.copy, part)))
+            return actions_from_outputs(part, actor)
+        return record
+
+
+def replay_on_reference(system, client, networks, seed, parts):
+    """The items a stream writes when the reference environment with `seed` is stepped with the
+    actions of `parts` (the policy outputs, those on LAST timesteps left out)."""
+    recording = RecordingClient(client)
+    stream = system.builder.make_executor(networks, adder=system.builder.make_adder(recording),
+                                          seed=seed, **exploration(system))
+    environment = system.environment_factory(evaluation=False, seed=seed)
+    extras = lambda: (environment.get_extras(),) if stream.observes_extras else ()  # noqa: E731
+    stream.observe_first(environment.reset(), *extras())
+    for on_last, part in parts:
+        if on_last:
+            continue
+        actions = stream.actions_from_outputs(part)
+        timestep = environment.step(actions)
+        stream.observe(actions, timestep, *extras())
+        if timestep.last():
+            stream.observe_first(environment.reset(), *extras())
+    return recording.items, recording
+
+
+def test_one_policy_call_per_step_writes_what_reference_environments_write(system, client):
+    networks = system.builder.make_networks()
+    seeds = environment_seeds(3, 0, NUM_ENVS, 0, RESUME_SEED_STRIDE)
+    executor, clients = recording_streams(system, client, networks, seeds)
+    counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
+    loop = VectorisedEnvironmentLoop(system.vectorised_environment(NUM_ENVS), executor, seeds,
+                                     counter=counter)
+    log = OutputsLog(executor, loop)
+    num_calls = 2 * EPISODE_LIMIT + 20
+    loop.run(num_steps=1)  # Resets and makes one call; the rest one step at a time.
+    taken = 1 * NUM_ENVS + sum(loop.step() for _ in range(num_calls - 1))
+
+    assert log.calls == num_calls  # One policy call per batched step, for all environments.
+    ended = finished_steps = 0
+    for index, seed in enumerate(seeds):
+        assert len(log.parts[index]) == num_calls
+        expected, recording = replay_on_reference(system, client, networks, seed,
+                                                  log.parts[index])
+        close([recording])
+        ended += sum(on_last for on_last, _ in log.parts[index])
+        finished_steps += steps_of_finished_episodes(log.parts[index])
+        assert len(clients[index].items) == len(expected) > 0
+        for written, reference in zip(clients[index].items, expected):
+            tree.map_structure(np.testing.assert_array_equal, written, reference)
+    assert ended >= NUM_ENVS  # Every environment ended an episode and was reset in the batch.
+    assert taken == num_calls * NUM_ENVS - ended
+    # Every environment step of a finished episode counted.
+    loop._flush()  # pylint: disable=protected-access
+    close(clients)
+    counts = counter.get_counts()
+    assert counts["executor_episodes"] == ended
+    assert counts["executor_steps"] == counts["executor_0_steps"] == finished_steps
+    assert executor.num_steps == num_calls - min(sum(on_last for on_last, _ in parts)
+                                                 for parts in log.parts)
+
+
+class ReturningEvent(threading.Event):
+    """A stop event whose wait returns at once (the program "stops" when the loop waits)."""
+
+    def wait(self, timeout=None):
+        return True
+
+
+@pytest.mark.parametrize("limit", [1, 120])
+def test_the_loop_stops_within_one_episode_per_environment_of_the_limit(system, client, limit):
+    networks = system.builder.make_networks()
+    seeds = environment_seeds(3, 1, NUM_ENVS, 0, RESUME_SEED_STRIDE)
+    executor, clients = recording_streams(system, client, networks, seeds)
+    counter = ExecutorCounter(counting.Counter(), 1, time_delta=0.0)
+    loop = VectorisedEnvironmentLoop(system.vectorised_environment(NUM_ENVS), executor, seeds,
+                                     counter=counter, stop_event=ReturningEvent(),
+                                     step_limit=limit)
+    loop.run()
+    close(clients)
+    counts = counter.get_counts()
+    steps = counts["executor_steps"]
+    assert limit <= steps <= limit - 1 + NUM_ENVS * EPISODE_LIMIT
+    assert counts["executor_1_steps"] == steps
+    # Nothing past the limit started: every environment's stream wrote only counted episodes.
+    assert counts["executor_episodes"] >= 1
+    assert executor.num_steps <= steps
+
+
+def test_the_header_names_the_implementation(system, tmp_path_factory):
+    assert system.run_config()["environment_implementation"] == (
+        f"vectorised (wrappers.vectorised, {NUM_ENVS} environments per call)")
+    reference = make_system("mappo", tmp_path_factory, num_envs_per_executor=NUM_ENVS,
+                            vectorised="false")
+    assert reference.run_config()["environment_implementation"] == "reference package"
+
+
+def test_an_id_a_vectorised_family_does_not_implement_is_refused_with_its_ids(tmp_path):
+    system_class = registry.system_class("mappo")
+    with pytest.raises(ValueError, match=r"no vectorised implementation of 'mpe/simple_tag_v3'"
+                                         r": family 'mpe' has simple_spread_v3"):
+        system_class(wrappers.make_environment_factory("mpe/simple_tag_v3"),
+                     run_dir=str(tmp_path / "run"),
+                     config=system_class.config_class(vectorised="true"))
+    with pytest.raises(ValueError, match="vectorised='maybe' is not one of auto, true, false"):
+        system_class(wrappers.make_environment_factory(LBF), run_dir=str(tmp_path / "run"),
+                     config=system_class.config_class(vectorised="maybe"))
