@@ -179,7 +179,7 @@ def test_one_policy_call_per_step_writes_what_reference_environments_write(syste
     assert ended >= NUM_ENVS  # Every environment ended an episode and was reset in the batch.
     assert taken == num_calls * NUM_ENVS - ended
     # Every environment step of a finished episode counted.
-    loop._flush()  # pylint: disable=protected-access
+    loop.counting.flush()
     close(clients)
     counts = counter.get_counts()
     assert counts["executor_episodes"] == ended
