@@ -66,6 +66,17 @@ def test_fused_unroll_from_stored_equals_stepping_the_gru(jit_compile, known_len
         np.testing.assert_allclose(value, reference, atol=1e-5)
 
 
+def test_fused_unroll_inside_a_step_compiled_with_xla_equals_stepping_the_gru():
+    # A trainer's `jit_compile` step: the unroll's loops are compiled as part of it.
+    gru = snt.GRU(H)
+    args = data(seed=3)
+    expected = outputs_and_gradients(stepped_from_stored, gru, *args)
+    got = tf.function(lambda *args: outputs_and_gradients(gru_unroll_from_stored, gru, *args),
+                      jit_compile=True)(*args)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, atol=1e-5)
+
+
 def test_fused_unroll_from_a_state_equals_static_unroll_and_its_gradients():
     gru = snt.GRU(H)
     inputs, stored, _, _ = data(seed=2)

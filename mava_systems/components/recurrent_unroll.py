@@ -8,9 +8,10 @@ over the values the forward loop kept) rather than derived by TensorFlow,
 whose gradient of a loop cannot cross into an XLA cluster; each loop is a
 `tf.while_loop` compiled with XLA (`jit_compile`), on a sequence length known
 when the step is traced. On 20-step chunks of 24 rows (recurrent MAPPO's
-minibatches) forward and backward took about 2.4 times less CPU than the
-graph-unrolled GRU with TensorFlow's gradient, and compiled in seconds, where
-XLA took minutes over the unrolled graph. Unknown lengths, and
+minibatches) forward and backward ran 2.4 to 3.2 times as many unrolls per
+CPU-second as `snt.static_unroll` with TensorFlow's gradient, and 3.5 times the
+stored-state recurrence stepped in the graph (`benchmarks.gru_unroll`); they
+compile in seconds, where XLA took minutes over the unrolled graph. Unknown lengths, and
 `jit_compile=False`, run the same loops in TensorFlow's graph.
 """
 
@@ -18,6 +19,8 @@ from typing import Optional, Tuple
 
 import sonnet as snt
 import tensorflow as tf
+# Private, as of TensorFlow 2.8: whether a graph being traced is inside an XLA cluster.
+from tensorflow.python.ops.control_flow_util import GraphOrParentsInXlaContext
 
 # Compile the unroll's loops with XLA by default (see the module docstring).
 JIT_COMPILE = True
@@ -132,11 +135,16 @@ def fused_gru(gates: tf.Tensor, weights: tf.Tensor, initial_state: tf.Tensor,
     is set; with `keep` [T, N] (bool), rows not kept at step t leave their state as it was
     (their outputs are still the GRU's). Differentiable in the gates, weights, initial state
     and stored states. `jit_compile` (default `JIT_COMPILE`) compiles the forward and backward
-    loops with XLA when T is known at tracing.
+    loops with XLA when T is known at tracing (inside a function compiled with XLA they are
+    part of its compilation).
     """
     if (stored is None) != (resets is None):
         raise ValueError("fused_gru: stored states and resets go together")
-    jit = (JIT_COMPILE if jit_compile is None else jit_compile) and gates.shape[0] is not None
+    # Inside a step compiled whole with XLA (a trainer's `jit_compile`) the loops join its
+    # cluster: XLA-compiled functions nested there crashed recurrent MAPPO's step (a
+    # segmentation fault in TensorFlow 2.8).
+    jit = ((JIT_COMPILE if jit_compile is None else jit_compile) and gates.shape[0] is not None
+           and not GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
     forward, backward = _COMPILED[jit]
     masks = (resets, keep)
 
