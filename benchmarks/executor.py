@@ -175,7 +175,7 @@ def main() -> None:
                                             logger, extra_log_fn=lambda: {"epsilon": executor.epsilon}))
 
     from mava_systems.acting.multi_environment import (MultiEnvironmentLoop,
-                                                           environment_seeds)
+                                                       environment_seeds)
     from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
 
     def make_multi_environment_loop(num_envs: int, system: Any = system, client: Any = client,

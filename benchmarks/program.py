@@ -7,6 +7,7 @@
         --flag=--env=lbf/Foraging-8x8-2p-2f-coop-v3 \
         --variant "B16=--num_envs_per_executor=16" \
         --variant "B16-reference=--num_envs_per_executor=16 --vectorised=false"
+    .venv/bin/python -m benchmarks.program --systems mappo --recurrent mappo --configs local_mp:1
 
 For each system (`--systems`, default MADQN; any with an examples/mpe/run_<system>.py)
 and configuration (launch type x executors; default local_mt and local_mp
@@ -43,7 +44,10 @@ the plain run runs every configuration with FLAGS added to --flag's (e.g. enviro
 executor, or their implementation: issue 45), keyed "NAME/<configuration>"; `--flag=--env=ID`
 runs another environment than simple_spread_v3 (the last --env wins); `--max_executor_steps N` gives the
 examples a step limit (adding the coordinator, and the executors' count at
-every episode).
+every episode). `--recurrent mappo,qmix` also runs those systems' examples with
+`--recurrent=true` (keyed "recurrent_<system>/..."), each beside its
+feedforward run in the same turn, with the ratios of its figures to the
+feedforward ones (the time to the first trainer step among them).
 
 The counts come from the trainer's CSV rows, read each time the file grows
 (see TrainerLog), so they do not depend on the program exiting cleanly.
@@ -80,6 +84,18 @@ POLL_INTERVAL_S = 0.1
 RATIO_FIGURES = ("executor_sps", "trainer_sps", "peak_pss_mb")
 # The key prefix of the `--baseline` checkout's figures.
 BASELINE_PREFIX = "baseline/"
+# The name of a system's recurrent runs (`--recurrent`): its example with --recurrent=true.
+RECURRENT_PREFIX = "recurrent_"
+# Figures recurrent runs also get as a ratio of their feedforward system's.
+RECURRENT_RATIO_FIGURES = (*RATIO_FIGURES, "seconds_to_first_trainer_step")
+
+
+def example_system(name: str) -> Tuple[str, List[str]]:
+    """The system whose example a run named `name` launches, and the flags the name adds:
+    "recurrent_mappo" -> ("mappo", ["--recurrent=true"])."""
+    if name.startswith(RECURRENT_PREFIX):
+        return name[len(RECURRENT_PREFIX):], ["--recurrent=true"]
+    return name, []
 
 
 def parse_configs(text: str) -> List[Tuple[str, int]]:
@@ -190,9 +206,10 @@ def run_once(launch_type: str, executors: int, args: Any,
     if label == BASELINE_PREFIX and getattr(args, "baseline_flag", None) is not None:
         flags = args.baseline_flag
     flags = [*flags, *extra_flags]
+    example, system_flags = example_system(system)
     command = common.example_command(
         os.path.join(run_dir, "run"), launch_type, args.max_executor_steps,
-        [f"--num_executors={executors}", *flags], system_name=system, root=root)
+        [f"--num_executors={executors}", *system_flags, *flags], system_name=example, root=root)
     log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"))
     launched = time.monotonic()
     process = common.start_example(command, output_path, root)
@@ -330,6 +347,27 @@ def print_cpu_account(figures: Mapping[str, Any]) -> None:
                        rows)
 
 
+def print_recurrent_ratios(figures: Mapping[str, Any]) -> None:
+    """Each recurrent run's figures as ratios of its feedforward system's in the same
+    configuration and checkout, and issue 48's first-step target."""
+    keys = [key for key, entry in figures.items()
+            if entry.get("seconds_to_first_trainer_step_ratio_to_feedforward") is not None]
+    if not keys:
+        return
+    common.print_table(
+        "Recurrent against feedforward (same configuration and checkout, median)",
+        ["configuration", "s to 1st trainer step", "of feedforward's", "executor steps/s of "
+         "feedforward's", "trainer steps/s of feedforward's"],
+        [(key, common.fmt(figures[key]["seconds_to_first_trainer_step"]),
+          common.fmt(figures[key]["seconds_to_first_trainer_step_ratio_to_feedforward"], 2),
+          common.fmt(figures[key]["executor_sps_ratio_to_feedforward"], 3),
+          common.fmt(figures[key]["trainer_sps_ratio_to_feedforward"], 3)) for key in keys])
+    for key in keys:
+        first_step_ratio = figures[key]["seconds_to_first_trainer_step_ratio_to_feedforward"]
+        print(f"Target ({key}): first trainer step within 2x the feedforward one's: "
+              f"{'met' if first_step_ratio <= 2 else 'NOT met'} ({first_step_ratio:.2f}x)")
+
+
 def add_run_arguments(parser: Any) -> None:
     """The arguments `run_once` reads besides --seconds: --flag, --startup_timeout, --stop_timeout,
     --keep_run_dirs."""
@@ -358,6 +396,10 @@ def main() -> None:
     parser.add_argument("--systems", default="madqn",
                         help="comma-separated systems whose examples/mpe/run_<system>.py runs "
                              "in each configuration, e.g. madqn,mappo (default madqn)")
+    parser.add_argument("--recurrent", default="",
+                        help="systems of --systems whose examples also run with --recurrent=true "
+                             "(keyed recurrent_<system>), e.g. mappo,qmix, with ratios to the "
+                             "feedforward runs")
     parser.add_argument("--baseline", default=None,
                         help="another checkout of the repository (e.g. a git worktree of an "
                              "earlier commit) whose examples run in turn with this one's, each "
@@ -391,6 +433,13 @@ def main() -> None:
         raise SystemExit("--systems names no system")
     for system in systems:
         common.mpe_example(system)  # Each has an example (else SystemExit naming those that do).
+    recurrent = common.system_names(args.recurrent)
+    if set(recurrent) - set(systems):
+        raise SystemExit(f"--recurrent names systems not in --systems ({args.systems}): "
+                         f"{', '.join(sorted(set(recurrent) - set(systems)))}")
+    # Each recurrent run right after its feedforward one, in the same turn.
+    systems = [name for system in systems for name in
+               [system, *([RECURRENT_PREFIX + system] if system in recurrent else [])]]
 
     runs: Dict[str, List[Dict[str, Any]]] = {
         label + config_key(*config, system): [] for config in configs for system in systems
@@ -439,6 +488,12 @@ def main() -> None:
         if system != "madqn" and madqn_entry is not None:
             entry.update({f"{name}_ratio_to_madqn": common.ratio(entry[name], madqn_entry[name])
                           for name in RATIO_FIGURES})
+        feedforward_entry = figures.get(label + config_key(launch_type, executors,
+                                                           example_system(system)[0]))
+        if system.startswith(RECURRENT_PREFIX) and feedforward_entry is not None:
+            entry.update({f"{name}_ratio_to_feedforward": common.ratio(entry[name],
+                                                                       feedforward_entry[name])
+                          for name in RECURRENT_RATIO_FIGURES})
         baseline_entry = figures.get(BASELINE_PREFIX + config_key(launch_type, executors, system))
         if not label and baseline_entry is not None:
             entry.update({f"{name}_ratio_to_baseline": common.ratio(entry[name],
@@ -467,6 +522,7 @@ def main() -> None:
          "peak PSS MB", "s to 1st trainer step", "trainer idle at stop s", "ok runs",
          "unclean stops"], rows)
     print_cpu_account(figures)
+    print_recurrent_ratios(figures)
     if any(entry["unclean_stops"] for entry in figures.values()):
         print("unclean stops: runs whose launcher did not exit with code 0 after SIGINT (e.g. "
               "Launchpad killed nodes that did not stop within 10 s); see runs[].output_tail")

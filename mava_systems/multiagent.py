@@ -51,7 +51,7 @@ import reverb
 from mava_systems.nodes.counting import ExecutorCounter
 from mava_systems.nodes.lifecycle import call_unless_stopped
 from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
-                                                       MultiEnvironmentLoop, environment_seeds)
+                                                   MultiEnvironmentLoop, environment_seeds)
 from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
 from mava_systems.config import vectorised_choice
 from mava_systems.specs import MAEnvironmentSpec, network_keys
@@ -183,7 +183,7 @@ class MultiAgentSystem(DistributedSystem):
                                  f"{self._environment_factory!r}")
             return False
         from wrappers.vectorised import (  # pylint: disable=import-outside-toplevel
-            vectorised_families, vectorised_implementation)
+                                         vectorised_families, vectorised_implementation)
         try:
             make = vectorised_implementation(factory.name)
         except ValueError:  # Its family has vectorised environments, not this one.

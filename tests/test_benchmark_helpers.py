@@ -163,3 +163,9 @@ def test_a_ray_runs_node_actors_are_grouped_by_the_pids_its_record_gives(tmp_pat
     finally:
         tree_of.kill_leftovers()
         launcher.wait(10)
+
+
+def test_recurrent_program_runs_launch_their_systems_example_with_the_recurrent_switch():
+    assert program.example_system("recurrent_mappo") == ("mappo", ["--recurrent=true"])
+    assert program.example_system("mappo") == ("mappo", [])
+    assert program.config_key("local_mp", 1, "recurrent_mappo") == "recurrent_mappo/local_mp:1"

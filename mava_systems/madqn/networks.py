@@ -12,6 +12,7 @@ import tensorflow as tf
 from mava_systems.acting.numpy_networks import (FLATTEN, NumpyLayer, mlp_twin, numpy_twin,
                                                 register_numpy_twin, sequential_twin)
 from mava_systems.acting.recurrent_states import is_recurrent
+from mava_systems.training.recurrent_unroll import gru_unroll
 from mava_systems.specs import MAEnvironmentSpec, agents_by_network, network_specs
 
 # network_factory(observation_spec, action_spec) -> a module mapping [B, *obs] to [B, num_actions],
@@ -72,15 +73,12 @@ class RecurrentQNetwork(snt.RNNCore):
     def unroll(self, observations: tf.Tensor, state: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
         """`(observations [T, B, *obs], state [B, gru_size]) -> (Q-values [T, B, num_actions],
         final state)`: the same values as stepping the network T times, computed with the input
-        layer and head applied to all T steps at once and only the GRU stepped (unrolled in the
-        graph when T is known)."""
+        layer and head applied to all T steps at once and only the GRU stepped (`gru_unroll`: one
+        fused loop, compiled with XLA when T is known)."""
         length, batch_size = tf.shape(observations)[0], tf.shape(observations)[1]
         embeddings = self.input_layer(tf.reshape(observations, [length * batch_size, -1]))
         embeddings = tf.reshape(embeddings, [length, batch_size, embeddings.shape[-1]])
-        if observations.shape[0] is not None:
-            outputs, state = snt.static_unroll(self.gru, embeddings, state)
-        else:
-            outputs, state = snt.dynamic_unroll(self.gru, embeddings, state)
+        outputs, state = gru_unroll(self.gru, embeddings, state)
         q_values = self.head(tf.reshape(outputs, [length * batch_size, outputs.shape[-1]]))
         return tf.reshape(q_values, [length, batch_size, q_values.shape[-1]]), state
 

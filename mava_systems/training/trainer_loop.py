@@ -105,8 +105,12 @@ class TrainerLoop:
                              f"{steps_per_call!r}")
         self._steps_per_call = steps_per_call
         self._jit_compile = bool(jit_compile)
-        self._xla_train_step = (tf.function(self.train_step, jit_compile=True) if jit_compile
-                                else None)
+        # A `train_step` that is a `tf.function` of its own is traced afresh inside the XLA
+        # step: a graph of it traced outside XLA may call functions compiled with XLA on their
+        # own (`recurrent_unroll`), which crashed the step compiled around them.
+        self._xla_train_step = (
+            tf.function(getattr(self.train_step, "python_function", self.train_step),
+                        jit_compile=True) if jit_compile else None)
         self._dataset = dataset
         self._unpack = unpack
         self._compiled_step: Optional[Callable[[Iterator[Any]], Any]] = None
