@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags, logging
 
-from mava_systems import console, evaluate, launch, registry
+from mava_systems import console, evaluate, launch, registry, train
 from mava_systems.components import lifecycle
 from mava_systems.components.run_directory import read_status
 from mava_systems.experiment import systems
@@ -81,21 +81,11 @@ def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _flag_value(argv: Sequence[str], name: str) -> Optional[str]:
-    for index, argument in enumerate(argv):
-        if argument.startswith(f"--{name}="):
-            return argument.split("=", 1)[1]
-        if argument == f"--{name}" and index + 1 < len(argv):
-            return argv[index + 1]
-    return None
-
-
-def make_main(system_class: Any):
-    """Defines `system_class`'s example flags and returns a main that runs it, then evaluates it."""
-    node_name = systems.acting_node_name(system_class)
-    example = launch.example_main(
-        system_class, system_class.config_class, default_env="debug/line_world_v0",
-        executor_name=node_name, default_num_caches=systems.default_num_caches(system_class))
+def make_main(system_class: Any, env: str = "debug/line_world_v0"):
+    """Defines `system_class`'s flags as `python -m mava_systems.train` does for `env` (its
+    family's settings; see `mava_systems.family_settings`) and returns a main that runs it, then
+    evaluates it."""
+    example = train.system_main(system_class, env)
     step_flag = systems.step_limit_flag(system_class)
 
     def main(argv: List[str]) -> None:
@@ -104,7 +94,11 @@ def make_main(system_class: Any):
         # A node loop given up at the stop (local_mt) must not end the process before the
         # final evaluation.
         with lifecycle.work_after_the_program():
-            example(argv)
+            try:
+                example(argv)
+            except SystemExit as stop:  # Stopped before the limit: said below, as always.
+                if stop.code != launch.STOPPED_EXIT_CODE:
+                    raise
             max_steps = getattr(FLAGS, step_flag)
             steps = read_status(FLAGS.run_dir).counts.get("executor_steps", 0)
             if max_steps and steps < max_steps:
@@ -125,7 +119,7 @@ def make_main(system_class: Any):
 
 def run(argv: List[str]) -> None:
     """Runs the system that `--system` in `argv` names."""
-    name = _flag_value(argv[1:], "system")
+    name = train.flag_value(argv[1:], "system")
     if not name:
         sys.exit("error: --system is required")
     try:
@@ -133,7 +127,8 @@ def run(argv: List[str]) -> None:
     except ValueError as error:
         sys.exit(f"error: {error}")
     flags.DEFINE_string("system", None, "The registered system to run.")
-    app.run(make_main(system_class), argv)
+    app.run(make_main(system_class, train.flag_value(argv[1:], "env") or "debug/line_world_v0"),
+            argv)
 
 
 if __name__ == "__main__":
