@@ -275,8 +275,8 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
         default_env, system_class.system_name,
         [field.name for field in dataclasses.fields(config_class)])
     config_defaults = dict(config_defaults or {})
-    own = {name: value for name, value in config_defaults.items()
-           if settings.config.get(name, not value) != value}  # (Not the family's too.)
+    own = {name: value for name, value in config_defaults.items()  # Not the family's too.
+           if name not in settings.config or settings.config[name] != value}
     sources = {settings.source: {name: value for name, value in settings.config.items()
                                  if name not in own},
                "example setting": own}

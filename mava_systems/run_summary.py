@@ -15,7 +15,8 @@ from typing import Any, List, Optional, Sequence
 
 from mava_systems import plot
 from mava_systems.components.random_policy import BaselineReturn, random_policy_return
-from mava_systems.components.run_directory import CONFIG_FILE
+from mava_systems.components.checkpointing import CheckpointError
+from mava_systems.components.run_directory import CONFIG_FILE, read_status
 from mava_systems.progress import format_duration, read_snapshot
 
 RANDOM_POLICY_FILE = "random_policy.json"
@@ -183,11 +184,22 @@ def reached_limit(system: Any, steps_at_end: int) -> bool:
 
 
 def steps_at_end(system: Any, steps_at_start: int) -> int:
-    """The executor steps of `system`'s run once a launch has ended: the most its progress
-    snapshot and evaluation rounds record (at least `steps_at_start`)."""
+    """The executor steps of `system`'s run once a launch has ended: the most its counter's
+    last checkpoint, progress snapshot and evaluation rounds record (at least `steps_at_start`).
+    """
     snapshot = read_snapshot(system.run_dir)
-    return max([steps_at_start, snapshot.executor_steps if snapshot else 0]
+    return max([steps_at_start, snapshot.executor_steps if snapshot else 0,
+                _saved_count(system)]
                + [evaluation.executor_steps for evaluation in evaluation_rounds(system.run_dir)])
+
+
+def _saved_count(system: Any) -> int:
+    """The step count in `system`'s counter's newest checkpoint (saved at the stop), else 0."""
+    try:
+        counts = read_status(system.run_dir).counts
+    except CheckpointError:  # Reported where the run resumes; the logs still count.
+        return 0
+    return int(counts.get(getattr(system, "steps_key", "executor_steps"), 0))
 
 
 def summarize(system: Any, steps_at_start: int, wall_s: float, argv: Sequence[str],

@@ -3,6 +3,8 @@ examples take their defaults from the system's config and `mava_systems.family_s
 where each came from, and refuse an unknown system or environment before TensorFlow loads."""
 
 import dataclasses
+import json
+import os
 import subprocess
 import sys
 import types
@@ -135,3 +137,29 @@ def test_a_run_short_of_its_limit_says_stopped_with_its_resume_command(tmp_path,
     assert summary.startswith(f"{ending} {steps:,} executor steps")
     assert "Resume:    " in summary
     assert run_summary.reached_limit(system, steps) == (ending == "Finished.")
+
+
+def test_train_runs_a_system_with_its_familys_settings_and_says_where_each_came_from(tmp_path):
+    run_dir = str(tmp_path / "run")
+    command = [sys.executable, "-m", "mava_systems.train", "--system=qmix",
+               "--env=lbf/Foraging-8x8-2p-2f-coop-v3", "--lp_launch_type=local_mt",
+               f"--run_dir={run_dir}", "--max_executor_steps=60", "--min_replay_size=32",
+               "--batch_size=8", "--mixing_embed_dim=8", "--hypernet_hidden_size=16",
+               "--evaluation_interval_s=1", "--progress_interval_s=0"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, SDL_VIDEODRIVER="dummy"))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    settings = [line for line in output.splitlines() if line.startswith("Settings: ")]
+    assert settings and settings[0].startswith(
+        "Settings: QMIXConfig's defaults, except program default: trainer_steps_per_call=4; "
+        "family setting (lbf, qmix): agent_ids=True, exploration=linear:1,0.05,200000; "
+        "command line: "), settings
+    assert "min_replay_size=32" in settings[0] and "batch_size=8" in settings[0], settings
+    assert ("Exploration: the schedule anneals over each executor's first 200000 steps, but the "
+            "run stops at 60 executor steps") in output, output[-5000:]
+    assert "Finished." in output
+    resume = [line for line in output.splitlines() if line.startswith("Resume:")]
+    assert resume and " -m mava_systems.train --system=qmix " in resume[0], resume
+    with open(os.path.join(run_dir, "config.json")) as config_file:
+        assert json.load(config_file)["config"]["agent_ids"] is True
