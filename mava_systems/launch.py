@@ -594,7 +594,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     `mava_systems.progress`) every `progress_interval_s` seconds (default:
     `--progress_interval_s` if defined, else 1 on a terminal and 30 otherwise; 0: none).
     `steps_at_start` is the step count the run resumes from (default: the newest in its logs).
-    `notes` are lines the header adds after the configuration.
+    `notes` are lines the header adds to the configuration (indented as its lines are).
     If a node failed and stopped the program, the summary and the error are printed, and the
     process exits with status 1 (`SystemExit`); if the program was stopped (Ctrl-C, SIGTERM)
     before the run's step limit, the summary says "Stopped" and the process exits with
@@ -610,7 +610,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     faulthandler.register(signal.SIGUSR2, file=console.terminal_errors(), all_threads=True)
     console.say([f"Run directory: {system.run_dir} (launch type {launch_type})",
                  f"Configuration (saved in {os.path.join(system.run_dir, CONFIG_FILE)}):\n"
-                 f"{format_run_config(system.run_config())}", *notes])
+                 f"{format_run_config(system.run_config())}", *(f"  {note}" for note in notes)])
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
     if steps_at_start is None:

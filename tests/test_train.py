@@ -150,7 +150,8 @@ def test_train_runs_a_system_with_its_familys_settings_and_says_where_each_came_
                             env=dict(os.environ, SDL_VIDEODRIVER="dummy"))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
-    settings = [line for line in output.splitlines() if line.startswith("Settings: ")]
+    settings = [line.strip() for line in output.splitlines()
+                if line.startswith("  Settings: ")]
     assert settings and settings[0].startswith(
         "Settings: QMIXConfig's defaults, except program default: trainer_steps_per_call=4; "
         "family setting (lbf, qmix): agent_ids=True, exploration=linear:1,0.05,200000; "
