@@ -7,6 +7,7 @@ by name (`evaluate`, experiment grids) look it up here, so a new system joins
 them by being defined, not by editing those tools.
 """
 
+import ast
 import contextlib
 import hashlib
 import importlib
@@ -44,10 +45,38 @@ def register(system_class: Type) -> Type:
 
 def load_builtin_systems() -> None:
     """Imports every system package of mava_systems (a subpackage with a `system` module)."""
+    for path in _system_modules():
+        importlib.import_module(f"mava_systems.{os.path.basename(os.path.dirname(path))}.system")
+
+
+def _system_modules() -> List[str]:
+    """The paths of mava_systems' system modules (each system package's `system.py`)."""
     package_dir = os.path.dirname(__file__)
-    for module in pkgutil.iter_modules([package_dir]):
-        if module.ispkg and os.path.exists(os.path.join(package_dir, module.name, "system.py")):
-            importlib.import_module(f"mava_systems.{module.name}.system")
+    return [os.path.join(package_dir, module.name, "system.py")
+            for module in pkgutil.iter_modules([package_dir])
+            if module.ispkg and os.path.exists(os.path.join(package_dir, module.name, "system.py"))]
+
+
+def builtin_system_names() -> List[str]:
+    """The names mava_systems' own systems register under, read from their modules' source
+    (`system_name = "..."` in a class body) without importing them (nor TensorFlow): for
+    command lines to refuse an unknown name at once."""
+    names = set()
+    for path in _system_modules():
+        classes = [node for node in ast.walk(ast.parse(_read(path)))
+                   if isinstance(node, ast.ClassDef)]
+        names.update(statement.value.value for node in classes for statement in node.body
+                     if isinstance(statement, ast.Assign)
+                     and isinstance(statement.value, ast.Constant)
+                     and any(isinstance(target, ast.Name) and target.id == "system_name"
+                             for target in statement.targets))
+    return sorted(names)
+
+
+def known_system_names() -> List[str]:
+    """The names of mava_systems' own systems and of those imported modules registered so far,
+    sorted, without importing any system."""
+    return sorted(set(builtin_system_names()) | set(_SYSTEMS))
 
 
 def system_names() -> List[str]:

@@ -21,7 +21,7 @@ import time
 import psutil
 import pytest
 
-from mava_systems.launching import allocator
+from mava_systems.launching import allocator, launch
 from mava_systems.nodes import lifecycle
 from mava_systems.runs.run_directory import read_status
 import program_helpers
@@ -227,8 +227,8 @@ def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_rep
     then the trainer is SIGKILLed: the run stops within the bound (exit status 1, the terminal
     naming the node, the signal and the resume command). Launch 2, the same command, resumes
     it; the replay is SIGKILLed: the same. Launch 3 resumes again, and a double Ctrl-C (the
-    second 1 s after the first) stops it cleanly: exit status 0, final checkpoints and the
-    summary written."""
+    second 1 s after the first) stops it cleanly: final checkpoints and the summary written,
+    the exit status `launch.STOPPED_EXIT_CODE` (stopped before its step limit)."""
     run_dir = str(tmp_path / "run")
     command = program_helpers.example_command(os.path.join("mpe", "run_madqn.py"), run_dir,
                                               *SMALL_CONFIG, "--max_executor_steps=0",
@@ -285,9 +285,10 @@ def test_local_mp_restarts_a_killed_executor_and_stops_for_a_dead_trainer_or_rep
         wait_for_rows(run_dir, "trainer", len(rows(run_dir, "trainer")) + 2, process)
 
     third, output = run_until(command, resumed_then(progress), ctrl_c_twice)
-    assert third.returncode == 0, output[-3000:]
+    # Stopped by the user before its (unlimited) step limit: said, and a non-zero exit (issue 44).
+    assert third.returncode == launch.STOPPED_EXIT_CODE, output[-3000:]
     assert "Still stopping: the nodes are saving their checkpoints" in output, output[-3000:]
-    assert "Killing" not in output and "Finished." in output, output[-3000:]
+    assert "Killing" not in output and "Stopped before the step limit" in output, output[-3000:]
     assert checkpoints(run_dir, "trainer")[-1] not in trainer_checkpoints  # Saved at the stop.
     counts.append(read_status(run_dir).counts["executor_steps"])
     assert counts == sorted(counts) and counts[-1] > counts[0], counts

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from mava_systems.launching import launch
 from mava_systems.runs.checkpointing import read_checkpoint
 from mava_systems.runs.run_directory import read_status
 from fault_helpers import kill_in_tree
@@ -156,8 +157,10 @@ def test_madqn_on_a_simulated_cluster_is_placed_survives_kills_and_stops(cluster
             process.wait()
     # The terminal's output, then the libraries' and nodes' messages (the launcher's among them).
     output = log_path.read_text() + launch_log(os.path.join(run_dir, "output.log"), 0)
-    assert process.returncode == 0, output[-5000:]
-    assert "Ray launcher: stopping (Ctrl-C)" in output and "Finished." in output
+    # Stopped by Ctrl-C before its step limit: said, and a non-zero exit (issue 44).
+    assert process.returncode == launch.STOPPED_EXIT_CODE, output[-5000:]
+    assert ("Ray launcher: stopping (Ctrl-C)" in output
+            and "Stopped before the step limit" in output)
 
     record = read_record(run_dir)
     # Every Ray node, every node's process and both replay addresses are on loopback.

@@ -83,6 +83,13 @@ def test_a_run_prints_its_configuration_and_saves_it(short_run):
     # a config made in Python keeps 1, one trainer step per `step()`.
     assert saved["config"]["trainer_steps_per_call"] == 4
     assert madqn.MADQNConfig().trainer_steps_per_call == 1
+    # The header says where the values that are not the config's defaults came from.
+    settings = [line.strip() for line in output.splitlines()
+                if line.startswith("  Settings: ")]
+    assert len(settings) == 1 and settings[0].startswith(
+        "Settings: MADQNConfig's defaults, except program default: trainer_steps_per_call=4; "
+        "family setting (mpe, madqn): discount=0.9, agent_ids=True; command line: ")
+    assert "n_step=3" in settings[0] and "learning_rate=0.002" in settings[0]
 
 
 def test_a_run_without_a_terminal_prints_plain_progress_lines(short_run):

@@ -1,8 +1,9 @@
 """A program stops cleanly whenever the stop comes, and a finished run is not relaunched.
 
 Each run is the MADQN example in a subprocess on `debug/line_world_v0`. "Cleanly"
-means: exit code 0, no node killed by Launchpad's termination notice, and the
-trainer's and counter's final checkpoints saved.
+means: exit code 0 (`launch.STOPPED_EXIT_CODE` for a stop before the step limit), no node
+killed by Launchpad's termination notice, and the trainer's and counter's final checkpoints
+saved.
 """
 
 import glob
@@ -16,6 +17,7 @@ import time
 from launchpad.launch import worker_manager
 import pytest
 
+from mava_systems.launching import launch
 from mava_systems.nodes import lifecycle
 from mava_systems.runs.run_directory import read_status
 import program_helpers
@@ -30,8 +32,8 @@ def command(run_dir, *flags, launch_type):
                                            *SMALL_CONFIG, *flags, launch_type=launch_type)
 
 
-def assert_stopped_cleanly(output, run_dir):
-    assert "Finished." in output, output[-3000:]
+def assert_stopped_cleanly(output, run_dir, ending="Finished."):
+    assert ending in output, output[-3000:]
     assert "Killing entire runtime" not in output, output[-3000:]
     assert "did not terminate in time: ['" not in output, output[-3000:]
     for node in ("trainer", "counter"):
@@ -190,13 +192,14 @@ def test_a_signal_during_start_up_ends_every_node_cleanly(tmp_path, launch_type,
     finally:
         process.kill()
     output = "".join(lines) + program_helpers.launch_log(os.path.join(run_dir, "output.log"), 0)
-    assert process.returncode == 0, output[-3000:]
+    # Stopped before its step limit: the launcher says so and exits non-zero (issue 44).
+    assert process.returncode == launch.STOPPED_EXIT_CODE, output[-3000:]
     if "while the program was being built: nothing was launched" in output:
         # The stop came before the launch (a busy machine builds slowly): nothing ran.
         assert "Traceback" not in output, output[-3000:]
         assert not read_status(run_dir).resumed  # No checkpoint: the next launch starts afresh.
         return
-    assert_stopped_cleanly(output, run_dir)
+    assert_stopped_cleanly(output, run_dir, ending="Stopped before the step limit")
 
 
 def test_a_loop_that_fails_stops_the_whole_program_and_raises_its_error(monkeypatch, tmp_path):

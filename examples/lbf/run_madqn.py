@@ -18,12 +18,10 @@ from absl import app  # noqa: E402  (after the line above)
 
 from mava_systems import madqn  # noqa: E402
 from mava_systems.launching import launch  # noqa: E402
-import lbf_settings  # noqa: E402  (this folder's)
 
+# The defaults: the config's, with LBF's settings (mava_systems/family_settings.py).
 main = launch.example_main(madqn.MADQN, madqn.MADQNConfig,
-                           default_env="lbf/Foraging-8x8-2p-2f-coop-v3",
-                           config_defaults=lbf_settings.CONFIG_DEFAULTS,
-                           default_exploration=lbf_settings.EXPLORATION)
+                           default_env="lbf/Foraging-8x8-2p-2f-coop-v3")
 
 if __name__ == "__main__":
     app.run(main)

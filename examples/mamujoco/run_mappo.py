@@ -4,12 +4,12 @@
     python examples/mamujoco/run_mappo.py --env=mamujoco/Walker2d-2x3 --num_executors=2
     python examples/mamujoco/run_mappo.py --env_kwargs='{"agent_obsk": 2}'
 
-Settings (mamujoco_settings.py): each agent has its own policy and value networks (no shared
-weights, no agent IDs); every other MAPPOConfig default is kept (Gaussian policies for the
-continuous actions), and each field is a flag too (e.g. --critic=decentralised for IPPO).
-`--env` takes any `mamujoco/<Scenario>-<agent_conf>` (see docs/environments.md), `--env_kwargs`
-the environment's arguments as JSON (`agent_obsk`: how many joint hops each agent observes).
-Returns are summed over the agents: the MuJoCo task's return.
+Settings (MaMuJoCo's, in mava_systems/family_settings.py): each agent has its own policy and value
+networks (no shared weights, no agent IDs); every other MAPPOConfig default is kept (Gaussian
+policies for the continuous actions), and each field is a flag too (e.g. --critic=decentralised for
+IPPO). `--env` takes any `mamujoco/<Scenario>-<agent_conf>` (see docs/environments.md),
+`--env_kwargs` the environment's arguments as JSON (`agent_obsk`: how many joint hops each agent
+observes). Returns are summed over the agents: the MuJoCo task's return.
 """
 
 from mava_systems.terminal import console
@@ -23,8 +23,8 @@ from mava_systems import mappo  # noqa: E402
 from mava_systems.launching import launch  # noqa: E402
 import mamujoco_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig, default_env=mamujoco_settings.DEFAULT_ENV,
-                           config_defaults=mamujoco_settings.CONFIG_DEFAULTS)
+main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig,
+                           default_env=mamujoco_settings.DEFAULT_ENV)
 
 if __name__ == "__main__":
     app.run(main)

@@ -17,13 +17,8 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import maddpg
 from mava_systems.launching import launch
 
-# MPE's episodes are short (25 steps) and its rewards dense: as for MADQN (run_madqn.py), a
-# discount of 0.9.
-MPE_DEFAULTS = {"discount": 0.9}
-
-main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3",
-                           config_defaults=MPE_DEFAULTS,
-                           family_env_kwargs={"mpe": {"continuous_actions": True}})
+# The defaults: the config's, with MPE's settings (mava_systems/family_settings.py).
+main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3")
 
 if __name__ == "__main__":
     app.run(main)

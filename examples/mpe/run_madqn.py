@@ -16,14 +16,8 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import madqn
 from mava_systems.launching import launch
 
-# MPE's rewards are dense and its episodes short (25 steps): a discount of 0.9
-# values the next ~10 steps and keeps Q-values small; with 0.99 the greedy
-# return on simple_spread plateaus around -56 (see docs/benchmarks.md). Agent
-# IDs let agents that share a network take different landmarks.
-MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}
-
-main = launch.example_main(madqn.MADQN, madqn.MADQNConfig, default_env="mpe/simple_spread_v3",
-                           config_defaults=MPE_DEFAULTS)
+# The defaults: the config's, with MPE's settings (mava_systems/family_settings.py).
+main = launch.example_main(madqn.MADQN, madqn.MADQNConfig, default_env="mpe/simple_spread_v3")
 
 if __name__ == "__main__":
     app.run(main)

@@ -17,11 +17,8 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import vdn  # noqa: E402
 from mava_systems.launching import launch  # noqa: E402
 
-# MPE settings shared with run_madqn.py (discount 0.9 and agent IDs; see there why).
-MPE_DEFAULTS = {"discount": 0.9, "agent_ids": True}
-
-main = launch.example_main(vdn.VDN, vdn.VDNConfig, default_env="mpe/simple_spread_v3",
-                           config_defaults=MPE_DEFAULTS)
+# The defaults: the config's, with MPE's settings (mava_systems/family_settings.py).
+main = launch.example_main(vdn.VDN, vdn.VDNConfig, default_env="mpe/simple_spread_v3")
 
 if __name__ == "__main__":
     app.run(main)

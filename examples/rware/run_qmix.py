@@ -19,13 +19,9 @@ from absl import app  # noqa: E402  (after the line above)
 from mava_systems import qmix
 from mava_systems.launching import launch
 
-# The agents share one network; their one-hot IDs (EPyMARL's default) let it act differently
-# per agent.
-RWARE_DEFAULTS = {"agent_ids": True}
-
+# The defaults: the config's, with RWARE's settings (mava_systems/family_settings.py).
 main = launch.example_main(qmix.QMIX, qmix.QMIXConfig,
-                           default_env="rware/rware-tiny-2ag-v2",
-                           config_defaults=RWARE_DEFAULTS)
+                           default_env="rware/rware-tiny-2ag-v2")
 
 if __name__ == "__main__":
     app.run(main)

@@ -98,3 +98,19 @@ def _whole_number(text: str) -> int:
     if not value.is_integer():
         raise ValueError(f"DECAY_STEPS must be a whole number, got {text}")
     return int(value)
+
+
+def unfinished_schedule_note(schedule: Callable[[int], float], max_steps: Optional[int],
+                             num_executors: int) -> Optional[str]:
+    """What to say at launch when `schedule` (each executor's) is still annealing when a run
+    of `max_steps` executor steps (shared by `num_executors` executors; None: no limit)
+    stops, else None."""
+    decay_steps = getattr(schedule, "decay_steps", None)
+    if not max_steps or decay_steps is None:
+        return None
+    per_executor = max_steps // max(num_executors, 1)
+    if per_executor >= decay_steps:
+        return None
+    return (f"Exploration: the schedule anneals over each executor's first {decay_steps} steps, "
+            f"but the run stops at {max_steps} executor steps (about {per_executor} per "
+            f"executor): it ends at {schedule(per_executor):.3g}, not {schedule(decay_steps):.3g}.")

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from absl import app, flags, logging
 
-from mava_systems import evaluate, registry
+from mava_systems import evaluate, registry, train
 from mava_systems.experiment import grid as grid_lib
 from mava_systems.launching import launch
 from mava_systems.nodes import lifecycle
@@ -82,16 +82,6 @@ def save_final_evaluation(run_dir: str, result: Dict[str, Any]) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _flag_values(argv: Sequence[str], name: str) -> List[str]:
-    values = []
-    for index, argument in enumerate(argv):
-        if argument.startswith(f"--{name}="):
-            values.append(argument.split("=", 1)[1])
-        elif argument == f"--{name}" and index + 1 < len(argv):
-            values.append(argv[index + 1])
-    return values
-
-
 def system_class_of(argv: Sequence[str]) -> Any:
     """The system class `--system` names, once the `--env_module`s and `--system_module`s
     (which may define it) are imported.
@@ -99,20 +89,19 @@ def system_class_of(argv: Sequence[str]) -> Any:
     Raises:
       ValueError: if `--system` is missing or unknown, or a module cannot be imported.
     """
-    names = _flag_values(argv, "system")
-    if not names:
+    name = train.flag_value(argv, "system")
+    if not name:
         raise ValueError("--system is required")
-    grid_lib.import_modules({kind: _flag_values(argv, flag)
+    grid_lib.import_modules({kind: train.flag_values(argv, flag)
                              for kind, flag in grid_lib.MODULE_KINDS.items()})
-    return registry.system_class(names[-1])
+    return registry.system_class(name)
 
 
-def make_main(system_class: Any):
-    """Defines `system_class`'s example flags and returns a main that runs it, then evaluates it."""
-    node_name = systems.acting_node_name(system_class)
-    example = launch.example_main(
-        system_class, system_class.config_class, default_env="debug/line_world_v0",
-        executor_name=node_name, default_num_caches=systems.default_num_caches(system_class))
+def make_main(system_class: Any, env: str = "debug/line_world_v0"):
+    """Defines `system_class`'s flags as `python -m mava_systems.train` does for `env` (its
+    family's settings; see `mava_systems.family_settings`) and returns a main that runs it, then
+    evaluates it."""
+    example = train.system_main(system_class, env)
     step_flag = systems.step_limit_flag(system_class)
 
     def main(argv: List[str]) -> None:
@@ -121,7 +110,11 @@ def make_main(system_class: Any):
         # A node loop given up at the stop (local_mt) must not end the process before the
         # final evaluation.
         with lifecycle.work_after_the_program():
-            example(argv)
+            try:
+                example(argv)
+            except SystemExit as stop:  # Stopped before the limit: said below, as always.
+                if stop.code != launch.STOPPED_EXIT_CODE:
+                    raise
             max_steps = getattr(FLAGS, step_flag)
             steps = read_status(FLAGS.run_dir).counts.get("executor_steps", 0)
             if max_steps and steps < max_steps:
@@ -150,7 +143,8 @@ def run(argv: List[str]) -> None:
     flags.DEFINE_multi_string("system_module", [],
                               "A module (or .py file) defining --system, imported first "
                               "(repeatable).")
-    app.run(make_main(system_class), argv)
+    app.run(make_main(system_class, train.flag_value(argv[1:], "env") or "debug/line_world_v0"),
+            argv)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,13 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 from absl import app, flags, logging
 import launchpad as lp  # (Without TensorFlow; it defines --lp_launch_type.)
 
-from mava_systems import ray_launch
+from mava_systems import family_settings, ray_launch
 from mava_systems.launching import allocator, cpu_placement, node_processes
-from mava_systems.terminal import console
 from mava_systems.launching.node_naming import named_nodes, node_names
 from mava_systems.nodes.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
                                           StopsProgramIfBuildFails,
                                           exit_if_loops_were_abandoned)
+from mava_systems.terminal import console
 from mava_systems.config import parse_json_object
 from mava_systems.acting import exploration
 from mava_systems.runs.disk_space import disk_full_message
@@ -52,6 +52,9 @@ DEFAULT_TF_THREADS = 1
 # little per compiled call (in TensorFlow/Reverb, below our code): 4 steps per call keep a
 # long run's trainer within 3 % an hour, against 9 % with 1 (docs/benchmarks.md, issue 17).
 PROGRAM_CONFIG_DEFAULTS: Mapping[str, Any] = {"trainer_steps_per_call": 4}
+# The exit status of a launch stopped before its step limit by Ctrl-C or a stop signal (as a
+# shell reports a program ended by SIGINT); a run that reached its limit exits with 0.
+STOPPED_EXIT_CODE = 130
 
 
 def define_flags(default_env: str, default_max_executor_steps: int = 20_000,
@@ -260,18 +263,34 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     The system is `system_class(environment_factory=..., config=..., num_executors=...,
     num_caches=..., max_executor_steps=..., run_dir=...)`, all taken from the flags
     (`num_actors` and `max_actor_steps` with `executor_name="actor"`; no
-    `num_caches` with `default_num_caches=None`). `config_defaults` overrides
-    the config's defaults for this example (see `define_config_flags`).
-    `family_env_kwargs` gives constructor arguments for the environments of a
-    family, e.g. `{"mpe": {"continuous_actions": True}}`. `default_exploration` is
-    `--exploration`'s default (e.g. "linear:1,0.05,200000"; empty: the system's own schedules).
+    `num_caches` with `default_num_caches=None`). The flags' defaults are the
+    config's, with the settings `mava_systems.family_settings` documents for
+    `default_env`'s family and this system (whatever `--env` names), then
+    `config_defaults` (see `define_config_flags`), `family_env_kwargs` (constructor
+    arguments of a family's environments, e.g. `{"mpe": {"continuous_actions": True}}`) and
+    `default_exploration` (`--exploration`'s default, e.g. "linear:1,0.05,200000"; empty:
+    the family's, else the system's own schedules). The run's header says where each
+    value that is not the config's default came from.
     """
+    settings = family_settings.settings_for(
+        default_env, system_class.system_name,
+        [field.name for field in dataclasses.fields(config_class)])
+    config_defaults = dict(config_defaults or {})
+    own = {name: value for name, value in config_defaults.items()  # Not the family's too.
+           if name not in settings.config or settings.config[name] != value}
+    sources = {settings.source: {name: value for name, value in settings.config.items()
+                                 if name not in own},
+               "example setting": own}
+    family_env_kwargs = {settings.family: settings.env_kwargs, **(family_env_kwargs or {})}
     defined_before = set(FLAGS)
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
-    define_config_flags(config_class, config_defaults)
+    define_config_flags(config_class, {**settings.config, **config_defaults})
     explores_by_schedule = getattr(system_class, "explores_by_schedule", False)
     if explores_by_schedule:
-        define_exploration_flag(executor_name, default_exploration)
+        define_exploration_flag(executor_name, default_exploration or settings.exploration)
+        if default_exploration or settings.exploration:
+            source = "example setting" if default_exploration else settings.source
+            sources[source]["exploration"] = default_exploration or settings.exploration
     show_in_help(sorted(set(FLAGS) - defined_before) + ["lp_launch_type"])
 
     def main(argv: Sequence[str]) -> None:
@@ -288,6 +307,11 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
             environment_factory = wrappers.make_environment_factory(
                 FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs))
             config = config_from_flags(config_class)
+            family_kwargs = family_env_kwargs.get(family_settings.family_of(FLAGS.env))
+            run_sources = {**sources, settings.source: {
+                **sources[settings.source], **({"env_kwargs": dict(family_kwargs)}
+                                               if family_kwargs else {})}}
+            notes = header_notes(config_class, run_sources, topology, executor_name)
             configure_tensorflow_threads(FLAGS.tf_threads)
             system = system_class(environment_factory=environment_factory, config=config,
                                   **topology)
@@ -296,9 +320,33 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
             console.fail(f"error: {error}")
         if not already_finished(system, status):
             with allocator.preloading(node_allocator):
-                launch_and_wait(system, steps_at_start=status_steps(system, status))
+                launch_and_wait(system, steps_at_start=status_steps(system, status), notes=notes)
 
     return main
+
+
+def header_notes(config_class: Type[Any], sources: Mapping[str, Mapping[str, Any]],
+                 topology: Mapping[str, Any], executor_name: str = "executor") -> List[str]:
+    """The lines an example's run header adds: where its settings came from (`sources`: the
+    values each source gave flags as defaults; the command line overrides them, but merges
+    with `env_kwargs`), and whether its exploration schedule outlasts its step limit."""
+    fields = [field.name for field in dataclasses.fields(config_class)]
+    named = [name for name in fields + ["exploration", "env_kwargs"] if name in FLAGS]
+    command_line = {name: FLAGS[name].value for name in named if FLAGS[name].present}
+    program = {name: value for name, value in PROGRAM_CONFIG_DEFAULTS.items() if name in fields}
+    by_source = {source: {name: value for name, value in values.items()
+                          if name == "env_kwargs" or name not in command_line}
+                 for source, values in {"program default": program, **sources}.items()}
+    by_source["command line"] = command_line
+    notes = [family_settings.describe_sources(config_class.__name__, by_source)]
+    schedules = topology.get("exploration_schedules")
+    if schedules:
+        note = exploration.unfinished_schedule_note(
+            schedules[0], topology.get(f"max_{executor_name}_steps"),
+            topology.get(f"num_{executor_name}s", 1))
+        if note:
+            notes.append(note)
+    return notes
 
 
 def configure_tensorflow_threads(threads: int = DEFAULT_TF_THREADS) -> None:
@@ -537,7 +585,7 @@ def status_steps(system: Any, status: Any) -> int:
 
 def launch_and_wait(system: Any, launch_type: Optional[str] = None,
                     progress_interval_s: Optional[float] = None,
-                    steps_at_start: Optional[int] = None) -> None:
+                    steps_at_start: Optional[int] = None, notes: Sequence[str] = ()) -> None:
     """Builds and launches a prepared `system` and waits for it, then prints the run's summary.
 
     When the terminal is quiet (`console.quiet_terminal`), the libraries' output
@@ -547,8 +595,11 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     `mava_systems.terminal.progress`) every `progress_interval_s` seconds (default:
     `--progress_interval_s` if defined, else 1 on a terminal and 30 otherwise; 0: none).
     `steps_at_start` is the step count the run resumes from (default: the newest in its logs).
+    `notes` are lines the header adds to the configuration (indented as its lines are).
     If a node failed and stopped the program, the summary and the error are printed, and the
-    process exits with status 1 (`SystemExit`).
+    process exits with status 1 (`SystemExit`); if the program was stopped (Ctrl-C, SIGTERM)
+    before the run's step limit, the summary says "Stopped" and the process exits with
+    `STOPPED_EXIT_CODE`.
     """
     # pylint: disable=import-outside-toplevel  (TensorFlow: see the module's doc)
     from mava_systems.terminal import run_summary
@@ -560,7 +611,7 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     faulthandler.register(signal.SIGUSR2, file=console.terminal_errors(), all_threads=True)
     console.say([f"Run directory: {system.run_dir} (launch type {launch_type})",
                  f"Configuration (saved in {os.path.join(system.run_dir, CONFIG_FILE)}):\n"
-                 f"{format_run_config(system.run_config())}"])
+                 f"{format_run_config(system.run_config())}", *(f"  {note}" for note in notes)])
     if progress_interval_s is None and "progress_interval_s" in FLAGS:
         progress_interval_s = FLAGS.progress_interval_s
     if steps_at_start is None:
@@ -585,8 +636,11 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
                              f"error: the run stopped because a node failed: {failure}"
                              + (f"; resume with: {resume[0]}" if resume else ""))
     exit_code = 0 if failure is None else 1
+    if failure is None and not run_summary.reached_limit(
+            system, run_summary.steps_at_end(system, steps_at_start)):
+        exit_code = STOPPED_EXIT_CODE  # Stopped by the user: not a run to count as done.
     exit_if_loops_were_abandoned(exit_code)  # local_mt: a node loop given up at the stop.
-    if failure is not None:
+    if exit_code:
         sys.exit(exit_code)
 
 

@@ -15,7 +15,8 @@ from typing import Any, List, Optional, Sequence
 
 from mava_systems import plot
 from mava_systems.acting.random_policy import BaselineReturn, random_policy_return
-from mava_systems.runs.run_directory import CONFIG_FILE
+from mava_systems.runs.checkpointing import CheckpointError
+from mava_systems.runs.run_directory import CONFIG_FILE, read_status
 from mava_systems.terminal.progress import format_duration, read_snapshot
 
 RANDOM_POLICY_FILE = "random_policy.json"
@@ -78,8 +79,18 @@ def resume_command(argv: Sequence[str], run_dir: str, steps_flag: str,
     (None: none, written `--<steps_flag>=0`), shell-quoted."""
     kept = [argument for argument in argv[1:]
             if argument.split("=", 1)[0] not in _RESUME_DROPS + (f"--{steps_flag}",)]
-    return shlex.join([display_path(sys.executable), display_path(argv[0]), *kept,
+    return shlex.join([display_path(sys.executable), *program_words(argv[0]), *kept,
                        f"--run_dir={display_path(run_dir)}", f"--{steps_flag}={next_limit or 0}"])
+
+
+def program_words(program: str) -> List[str]:
+    """How a command line names `program` (its `argv[0]`): `-m <module>` for the module this
+    process runs with `python -m`, else its path."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if (spec is not None and spec.name and spec.origin
+            and os.path.abspath(program) == os.path.abspath(spec.origin)):
+        return ["-m", spec.name]
+    return [display_path(program)]
 
 
 def resume_step_limit(limit: Optional[int], steps_at_end: int) -> Optional[int]:
@@ -118,7 +129,12 @@ def format_summary(system: Any, steps_at_start: int, steps_at_end: int, wall_s: 
     run_dir = display_path(system.run_dir)
     steps = steps_at_end - steps_at_start
     rate = steps / wall_s if wall_s > 0 else 0.0
-    ending = "Finished." if failure is None else f"Stopped because a node failed ({failure})."
+    if failure is not None:
+        ending = f"Stopped because a node failed ({failure})."
+    elif reached_limit(system, steps_at_end):
+        ending = "Finished."
+    else:
+        ending = "Stopped before the step limit (Ctrl-C or a stop signal)."
     lines = [f"{ending} {steps_at_end:,} executor steps ({steps:,} in this launch) in "
              f"{format_duration(wall_s)}, {rate:,.1f} steps/s."]
     per_round = evaluation_protocol(system.config)
@@ -161,14 +177,37 @@ def is_evaluable(system: Any) -> bool:
     return evaluate.can_evaluate(system)
 
 
+def reached_limit(system: Any, steps_at_end: int) -> bool:
+    """Whether a run of `system` at `steps_at_end` executor steps reached its step limit (a run
+    without one never does: only a stop ends it)."""
+    return bool(system.max_executor_steps) and steps_at_end >= system.max_executor_steps
+
+
+def steps_at_end(system: Any, steps_at_start: int) -> int:
+    """The executor steps of `system`'s run once a launch has ended: the most its counter's
+    last checkpoint, progress snapshot and evaluation rounds record (at least `steps_at_start`).
+    """
+    snapshot = read_snapshot(system.run_dir)
+    return max([steps_at_start, snapshot.executor_steps if snapshot else 0,
+                _saved_count(system)]
+               + [evaluation.executor_steps for evaluation in evaluation_rounds(system.run_dir)])
+
+
+def _saved_count(system: Any) -> int:
+    """The step count in `system`'s counter's newest checkpoint (saved at the stop), else 0."""
+    try:
+        counts = read_status(system.run_dir).counts
+    except CheckpointError:  # Reported where the run resumes; the logs still count.
+        return 0
+    return int(counts.get(getattr(system, "steps_key", "executor_steps"), 0))
+
+
 def summarize(system: Any, steps_at_start: int, wall_s: float, argv: Sequence[str],
               log_file: Optional[str], failure: Optional[str] = None) -> str:
     """The summary of a launch of `system` that just ended (see `format_summary`)."""
     rounds = evaluation_rounds(system.run_dir)
-    snapshot = read_snapshot(system.run_dir)
-    steps_at_end = max([steps_at_start, snapshot.executor_steps if snapshot else 0]
-                       + [evaluation.executor_steps for evaluation in rounds])
+    steps = steps_at_end(system, steps_at_start)
     seed = getattr(system.config, "seed", 0)
     baseline = random_baseline(system.run_dir, system.environment_factory, seed)
-    return format_summary(system, steps_at_start, steps_at_end, wall_s, argv, log_file,
+    return format_summary(system, steps_at_start, steps, wall_s, argv, log_file,
                           baseline, rounds, is_evaluable(system), failure)
