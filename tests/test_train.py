@@ -89,7 +89,11 @@ def test_a_schedule_that_outlasts_the_step_limit_is_noted():
 
 
 def test_the_builtin_names_read_from_source_are_the_registered_ones():
-    assert registry.builtin_system_names() == registry.system_names()
+    # Other tests in this process may have registered systems of their own: not built in.
+    builtin = [name for name in registry.system_names()
+               if registry.system_class(name).__module__.startswith("mava_systems.")]
+    assert registry.builtin_system_names() == builtin
+    assert "madqn" in builtin and "happo" in builtin
 
 
 def test_train_refuses_an_unknown_system_or_environment_without_tensorflow():
