@@ -553,13 +553,19 @@ class ProcessTree:
         return killed
 
 
+# How a launcher stopped by SIGINT exits when its stop was clean: 130 (`launch.STOPPED_EXIT_CODE`,
+# stopped before its step limit), or 0 (at its limit; or a checkout from before that code).
+CLEAN_STOP_CODES = (0, 130)
+
+
 def stop_example(process: subprocess.Popen, tree: ProcessTree, timeout_s: float = 60.0
                  ) -> Dict[str, Any]:
     """Stops a running example as Ctrl-C would (SIGINT to the launcher), then cleans up.
 
     Launchpad asks every node to stop and kills those still running after
     `--lp_termination_notice_secs` (10 s). If the launcher has not exited after
-    `timeout_s`, the whole tree is killed. Returns how the stop went.
+    `timeout_s`, the whole tree is killed. Returns how the stop went (`clean`: within
+    `timeout_s`, with an exit status of `CLEAN_STOP_CODES`).
     """
     start = time.monotonic()
     try:
@@ -577,7 +583,8 @@ def stop_example(process: subprocess.Popen, tree: ProcessTree, timeout_s: float 
     if timed_out:
         returncode = process.wait(10)
     return {"stop_s": round(stop_s, 2), "returncode": returncode, "timed_out": timed_out,
-            "killed_leftovers": len(leftovers)}
+            "killed_leftovers": len(leftovers),
+            "clean": not timed_out and returncode in CLEAN_STOP_CODES}
 
 
 def tail_of(path: str, limit: int = 2000) -> str:

@@ -68,7 +68,8 @@ def run_once(seed: int, args: Any) -> Dict[str, Any]:
         try:
             process.wait(args.seconds or None)
             result["stop"] = {"returncode": process.returncode,
-                              "killed_leftovers": len(tree.kill_leftovers())}
+                              "killed_leftovers": len(tree.kill_leftovers()),
+                              "clean": process.returncode == 0}
         except subprocess.TimeoutExpired:  # The wall-time cap: stop the program as Ctrl-C would.
             result["truncated_at_s"] = time.monotonic() - start
             result["stop"] = common.stop_example(process, tree)
@@ -85,7 +86,7 @@ def run_once(seed: int, args: Any) -> Dict[str, Any]:
         match = re.search(r"Coordinator: executor_steps=(\d+) reached", output)
         result["env_steps"] = (int(match.group(1)) if match else
                                max([int(row["executor_steps"]) for row in rows], default=0))
-        if result["stop"]["returncode"] != 0 or not rows:
+        if not result["stop"]["clean"] or not rows:
             result["error"] = (f"exit code {result['stop']['returncode']}, "
                                f"{len(rows)} evaluation rounds")
             result["output_tail"] = output[-2000:]

@@ -266,7 +266,7 @@ def run_once(launch_type: str, executors: int, args: Any,
     try:
         output = common.tail_of(output_path, 1_000_000)
         result["user_requested_termination"] = "User-requested termination" in output
-        if stop["returncode"] != 0 or stop["killed_leftovers"]:
+        if not stop["clean"] or stop["killed_leftovers"]:
             result["output_tail"] = output[-2000:]
         if error is None and len(log.records) < 2:
             error = "the trainer's log did not grow after its first row"
@@ -477,7 +477,7 @@ def main() -> None:
         entry["load_average"] = common.median([result.get("load_average") for result in results])
         entry["trainer_batch_wait_share"] = common.median(
             [result.get("trainer_batch_wait_share") for result in good])
-        entry["unclean_stops"] = sum(result["stop"]["returncode"] != 0 for result in results)
+        entry["unclean_stops"] = sum(not result["stop"]["clean"] for result in results)
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results
         figures[key] = entry

@@ -1,10 +1,14 @@
 """The benchmarks' own logic: replay filled by a system's executor, queues kept for timing,
 what one trainer step is per system, and names checked before anything starts."""
 
+import subprocess
+import sys
+
 import pytest
 import tree
 
 from benchmarks import common, program, trainer
+from mava_systems.launching import launch
 from mava_systems.madqn import MADQNConfig
 from mava_systems.mappo import MAPPOConfig
 
@@ -169,3 +173,17 @@ def test_recurrent_program_runs_launch_their_systems_example_with_the_recurrent_
     assert program.example_system("recurrent_mappo") == ("mappo", ["--recurrent=true"])
     assert program.example_system("mappo") == ("mappo", [])
     assert program.config_key("local_mp", 1, "recurrent_mappo") == "recurrent_mappo/local_mp:1"
+
+
+@pytest.mark.parametrize("exit_code, clean", [(130, True), (0, True), (1, False)])
+def test_a_stop_is_clean_when_the_launcher_exits_as_a_stopped_run_does(exit_code, clean):
+    """SIGINT to a launcher: exiting 130 (stopped before its limit) or 0 is a clean stop."""
+    assert launch.STOPPED_EXIT_CODE in common.CLEAN_STOP_CODES
+    process = subprocess.Popen([sys.executable, "-c", (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGINT, lambda *_: sys.exit({exit_code}))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    stop = common.stop_example(process, common.ProcessTree(process.pid), timeout_s=30)
+    assert stop["returncode"] == exit_code and stop["clean"] is clean
