@@ -271,18 +271,20 @@ class MultiAgentSystem(DistributedSystem):
 
     def trainer(self, replay: reverb.Client, counter: Any) -> Any:
         """The trainer: trains the networks and serves their variables."""
-        networks = self.builder.make_networks()
-        return self.builder.make_trainer(
-            networks,
-            self.builder.make_dataset_iterator(replay),
-            replay_client=replay,
-            counter=counting.Counter(counter, prefix="trainer"),
-            logger=self.trainer_logger())
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
+            return self.builder.make_trainer(
+                networks,
+                self.builder.make_dataset_iterator(replay),
+                replay_client=replay,
+                counter=counting.Counter(counter, prefix="trainer"),
+                logger=self.trainer_logger())
 
     def greedy_executor(self, variable_source: Any, seed: int) -> Tuple[Any, Any]:
         """The builder's evaluation executor following the source's variables, and its variable
         client."""
-        networks = self.builder.make_networks()
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_evaluation_executor(
             networks, variable_client=variable_client, seed=seed)
@@ -301,7 +303,8 @@ class MultiAgentSystem(DistributedSystem):
         executor continues its exploration from its own saved step count (per
         environment), with fresh random seeds.
         """
-        networks = self.builder.make_networks()
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         # Start-up calls to other nodes: given up if the program stops first.
         call_unless_stopped(variable_client.update_and_wait, "first variables")
