@@ -35,7 +35,8 @@ MODULE_COMMANDS = {
     "plot unknown run_dir": ["-m", "mava_systems.plot", "/nonexistent/run",
                              "--out=/tmp/unused.png"],
     "train --help": ["-m", "mava_systems.train", "--help"],
-    "train --system=qmix --help": ["-m", "mava_systems.train", "--system=qmix", "--help"],
+    "train --system=qmix --help": ["-m", "mava_systems.train", "--system=qmix",
+                                   "--env=mpe/simple_spread_v3", "--help"],
     "train unknown env": ["-m", "mava_systems.train", "--system=qmix", UNKNOWN_ENV],
 }
 
