@@ -48,7 +48,7 @@ from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient,
 from mava_systems.runs.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.data.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
 from mava_systems.data.stacking import AgentStacker
-from mava_systems.data.transition_adder import (NStepTransitionAdder,
+from mava_systems.data.transition_adder import (NStepTransitionAdder, SharedWriterClient,
                                                 transition_extras_spec)
 from mava_systems.specs import MAEnvironmentSpec
 
@@ -82,8 +82,7 @@ class MultiAgentBuilder:
     stores_environment_extras = False
     # Whether `make_batched_adders` writes a vectorised executor's environments as one stream.
     writes_batched = False
-    # Environments whose steps each replay item holds side by side: B once a system set it for
-    # executors stepping B vectorised environments through `make_batched_adders`, else 1.
+    # Environments whose steps each replay item holds side by side (see `batch_environments`).
     envs_per_item = 1
 
     def __init__(self, config: Any, environment_spec: MAEnvironmentSpec,
@@ -204,10 +203,15 @@ class MultiAgentBuilder:
         """Writes an executor's steps into replay."""
         raise NotImplementedError
 
+    def batch_environments(self, num_envs: int) -> None:
+        """Makes replay ready for executors that write `num_envs` environments each through
+        `make_batched_adders` (items as one environment's here)."""
+        del num_envs
+
     def make_batched_adders(self, replay_client: reverb.Client, num_envs: int
                             ) -> List[adders.Adder]:
         """One adder per environment of a vectorised executor, all writing one replay stream
-        whose items hold `envs_per_item` environments (where `writes_batched`)."""
+        (where `writes_batched`)."""
         raise NotImplementedError(f"{type(self).__name__} writes one stream per environment")
 
     def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
@@ -366,7 +370,24 @@ class NStepReplayBuilder(MultiAgentBuilder):
                 StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
                 period=self.config.steps_per_sequence,
                 stores_environment_extras=bool(self.replay_environment_extras_spec()))
-        return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
+        return self.transition_adder(StopAwareClient(replay_client))
+
+    @property
+    def writes_batched(self) -> bool:
+        """Transitions (not sequences: recurrent agents write one stream per environment)."""
+        return not self.recurrent
+
+    def make_batched_adders(self, replay_client: reverb.Client, num_envs: int
+                            ) -> List[adders.Adder]:
+        """`make_adder`'s transition adders of `num_envs` environments sharing one trajectory
+        writer (`SharedWriterClient`): the items each would write alone, in one stream."""
+        shared = SharedWriterClient(StopAwareClient(replay_client), num_envs)
+        return [self.transition_adder(shared) for _ in range(num_envs)]
+
+    def transition_adder(self, client: Any) -> NStepTransitionAdder:
+        """An adder of packed n-step transitions (`transitions_per_item` per item) through
+        `client`."""
+        return NStepTransitionAdder(client, REPLAY_TABLE,
                                     n_step=self.config.n_step, discount=self.config.discount,
                                     packer=self.make_transition_packer(),
                                     environment_extras=bool(self.replay_environment_extras_spec()),
@@ -389,6 +410,10 @@ class SequenceQueueBuilder(MultiAgentBuilder):
     """
 
     writes_batched = True
+
+    def batch_environments(self, num_envs: int) -> None:
+        """Items become blocks of `num_envs` sequences (see the class docstring)."""
+        self.envs_per_item = num_envs
 
     def extras_spec(self) -> Dict[str, Any]:
         """What executors write with each action (e.g. the behaviour log-probabilities)."""

@@ -123,7 +123,7 @@ class MultiAgentSystem(DistributedSystem):
             network_keys(self.environment_spec.agents, self.config.shared_weights),
             network_factory or self.make_default_network_factory())
         if self.writes_batched:
-            self.builder.envs_per_item = self.num_envs_per_executor
+            self.builder.batch_environments(self.num_envs_per_executor)
         networks = self.builder.make_networks()  # Fails here, not in a node, on a bad network.
         self._network_variables = {
             key: [list(variable.shape) for variable in network.variables]

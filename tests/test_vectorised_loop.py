@@ -190,10 +190,10 @@ def test_one_policy_call_per_step_writes_what_reference_environments_write(syste
 
 
 def test_batched_writes_hold_what_each_environments_adder_writes(system, client):
-    """A vectorised executor writing one stream (`make_batched_adders`) stores, lane by lane,
-    the sequences its environments' own adders store for the same steps."""
-    if not system.writes_batched:
-        pytest.skip(f"{system.system_name} writes one stream per environment")
+    """A vectorised executor writing one stream (`make_batched_adders`) stores what its
+    environments' own adders store for the same steps: MAPPO's sequences lane by lane in
+    blocks, QMIX's transition items unchanged."""
+    assert system.writes_batched
     networks = system.builder.make_networks()
     seeds = environment_seeds(3, 0, NUM_ENVS, 0, RESUME_SEED_STRIDE)
     num_calls = 2 * EPISODE_LIMIT + 20
@@ -211,6 +211,12 @@ def test_batched_writes_hold_what_each_environments_adder_writes(system, client)
                                                 seeds, batched=True)
     assert run(batched) == taken
     close(clients + [recording])
+    if system.builder.envs_per_item == 1:  # Each environment's items, in one stream.
+        assert sorted(np.asarray(item).tobytes() for item in recording.items) == sorted(
+            np.asarray(item).tobytes() for one in clients for item in one.items)
+        assert len(recording.items) >= NUM_ENVS * num_calls // (
+            system.config.transitions_per_item + 1)
+        return
     blocks = recording.items
     assert len(blocks) == 1 + (num_calls - system.config.sequence_length) // (
         system.config.sequence_length - 1)
