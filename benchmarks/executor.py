@@ -25,8 +25,9 @@ Every variant plays whole episodes (reset included) in one thread:
                    batched step for all N (`VectorisedEnvironmentLoop`, issue 45), one adder
                    stream each (also executor_replay_<system>_vectorised_<N>)
   executor_replay_<system>_batched_<N>  (d) the same, the N environments written as one replay
-                   stream (`--batched`, systems whose builder `writes_batched`, e.g. mappo:
-                   one append per batched step, items of N sequences; its own replay server)
+                   stream (`--batched`, MADQN and each of --systems whose builder
+                   `writes_batched`: MAPPO's one append per batched step, items of N sequences;
+                   MADQN's, VDN's, QMIX's adders sharing one writer; its own replay server)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
                    reference GRU agent, or policy and critic), as a ratio of the same system's
@@ -60,6 +61,11 @@ VECTORISED_VARIANT = "executor_replay_vectorised_{}"
 # Iterations (a step of every environment) per timed call of a several-environment variant.
 ENVS_ITERATIONS = 25
 DIAGNOSTIC = ("loop_random", "executor_replay_logging")
+
+
+def system_prefix(name: str) -> str:
+    """The variant name of a system's executor with replay: (d) for MADQN's."""
+    return "executor_replay" if name == "madqn" else SYSTEM_VARIANT.format(name)
 
 
 def sample_actions(spaces: Dict[str, Any]) -> Dict[str, Any]:
@@ -140,8 +146,8 @@ def main() -> None:
                         help="also time each --num_envs count as one vectorised environment "
                              "(wrappers.vectorised), with MADQN's executor and each of --systems")
     parser.add_argument("--batched", action="store_true",
-                        help="with --vectorised, also time the vectorised executors of --systems "
-                             "whose builder writes batched (e.g. mappo) writing one replay "
+                        help="with --vectorised, also time the vectorised executors of MADQN "
+                             "and --systems whose builder writes batched writing one replay "
                              "stream for all environments")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
@@ -233,13 +239,15 @@ def main() -> None:
             for name, (other, _, other_client) in other_systems.items():
                 variants[f"{SYSTEM_VARIANT.format(name)}_vectorised_{count}"] = (
                     make_multi_environment_loop(count, other, other_client, vectorised=True))
+            for name, other in [("madqn", system)] + [
+                    (name, other) for name, (other, _, _) in other_systems.items()]:
                 if args.batched and other.builder.writes_batched:
-                    # Its replay holds blocks of `count` sequences: a system (and server) of
+                    # Its replay may hold blocks of `count` sequences: a system (and server) of
                     # its own, stepping `count` vectorised environments per executor.
                     batched_systems[(name, count)] = common.local_madqn(
                         "executor", name, seed=args.seed, num_envs_per_executor=count)
                     batched, _, batched_client = batched_systems[(name, count)]
-                    variants[f"{SYSTEM_VARIANT.format(name)}_batched_{count}"] = (
+                    variants[f"{system_prefix(name)}_batched_{count}"] = (
                         make_multi_environment_loop(count, batched, batched_client,
                                                     vectorised=True, batched=True))
     if args.no_diagnostics:
@@ -275,7 +283,7 @@ def main() -> None:
               **{f"{SYSTEM_VARIANT.format(name)}_vectorised_{count}":
                  f"(d) with {name.upper()}'s executor, {count} vectorised environments"
                  for name in other_systems for count in num_envs},
-              **{f"{SYSTEM_VARIANT.format(name)}_batched_{count}":
+              **{f"{system_prefix(name)}_batched_{count}":
                  f"(d) with {name.upper()}'s executor, {count} vectorised environments, "
                  "one batched stream" for name, count in batched_systems},
               **{f"{RECURRENT_VARIANT.format(name)}_envs_{count}":
