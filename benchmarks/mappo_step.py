@@ -1,9 +1,9 @@
 """MAPPO trainer step benchmark: where a recurrent step's time goes, piece by piece, beside
 the feedforward step's on the same batch.
 
-    .venv/bin/python -m benchmarks.mappo_step [--repeats 5 --seconds 1 --clock cpu]
+    .venv/bin/python -m benchmarks.mappo_step [--system ippo --repeats 5 --seconds 1 --clock cpu]
 
-Feedforward and recurrent MAPPO (each at its config's defaults: 16 sequences of
+Feedforward and recurrent MAPPO (or IPPO with `--system ippo`; each at its config's defaults: 16 sequences of
 21 steps, 4 epochs x 2 minibatches; the recurrent one a GRU policy and critic on
 chunks from stored states) on mpe/simple_spread_v3, each trainer's replay filled
 by its own random executor. On one batch in memory, each piece is compiled alone
@@ -90,11 +90,13 @@ def main() -> None:
                                 in_process=True)
     parser.add_argument("--fill_steps", type=int, default=2_000,
                         help="joint environment steps written to each replay (default 2000)")
+    parser.add_argument("--system", choices=("mappo", "ippo"), default="mappo",
+                        help="mappo (a centralised critic, default) or ippo (decentralised)")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
 
-    systems = {kind: common.local_madqn("mappo_step", "mappo", keep_items=True, seed=args.seed,
+    systems = {kind: common.local_madqn("mappo_step", args.system, keep_items=True, seed=args.seed,
                                         recurrent=kind == "recurrent") for kind in KINDS}
     variants: Dict[str, Callable[[], int]] = {}
     work: Dict[str, Dict[str, int]] = {}
@@ -129,7 +131,7 @@ def main() -> None:
                                      milliseconds[f"feedforward/{name}"]), 2))
             for name in PIECES]
     common.print_table(
-        f"MAPPO trainer step in pieces: ms per call (median of {args.repeats} x "
+        f"{args.system.upper()} trainer step in pieces: ms per call (median of {args.repeats} x "
         f"{args.seconds:g} s, {args.clock} clock)",
         ["piece", "feedforward ms", "recurrent ms", "recurrent / feedforward"], rows)
     total = {kind: sum(work[kind].values()) for kind in KINDS}
@@ -148,7 +150,7 @@ def main() -> None:
     common.emit(args, {"milliseconds": milliseconds, "multiply_adds": work,
                        "step_ratio": step_ratio,
                        "runs": {name: values for name, values in rates.items()}},
-                {"benchmark": "mappo_step", "env": common.ENV_NAME, "unit": "ms per call"})
+                {"benchmark": "mappo_step", "system": args.system, "env": common.ENV_NAME, "unit": "ms per call"})
 
 
 if __name__ == "__main__":
