@@ -299,6 +299,8 @@ def local_madqn(label: str, system_name: str = "madqn", keep_items: bool = False
         config_kwargs.setdefault("samples_per_insert", None)
     if "max_queue_size" in fields:
         config_kwargs.setdefault("max_queue_size", 1_000_000)
+    if "critic" in fields and hasattr(system_class, "critic"):  # IPPO's config: its own critic.
+        config_kwargs.setdefault("critic", system_class.critic)
     config = system_class.config_class(**config_kwargs)
     factory = wrappers.make_environment_factory(ENV_NAME,
                                                 **SYSTEM_ENV_KWARGS.get(system_name, {}))

@@ -365,12 +365,16 @@ class SequenceLearning:
         super().__init__(*args, **kwargs)
 
     def unroll(self, network: snt.RNNCore, observations: tf.Tensor, state: Any,
-               starts_episode: tf.Tensor) -> tf.Tensor:
+               starts_episode: tf.Tensor, trained: bool = True) -> tf.Tensor:
         """Q-values [T, N, num_actions] of `network` over time-major `observations` [T, N, ...]
-        from `state`, the burn-in's state cut from the gradient unless `starts_episode` [N]."""
+        from `state`, the burn-in's state cut from the gradient unless `starts_episode` [N].
+
+        A network not `trained` (the target network, no gradient taken) is unrolled over all
+        T steps at once: the same values, without the cut.
+        """
         burn_in = self._burn_in_length
         observations = observation_to_input(observations)
-        if not burn_in:
+        if not burn_in or not trained:
             return unroll_network(network, observations, state)[0]
         burnt_in, state = unroll_network(network, observations[:burn_in], state)
         state = tree.map_structure(
@@ -390,7 +394,7 @@ class SequenceLearning:
         q_values = self.unroll(self.networks.q_networks[key], observations, start_state,
                                starts_episode)
         target_q_values = self.unroll(self.networks.target_q_networks[key], observations,
-                                      start_state, starts_episode)
+                                      start_state, starts_episode, trained=False)
         best = tf.argmax(mask_illegal(tf.stop_gradient(q_values), legal_actions), axis=-1,
                          output_type=tf.int32)
         actions = tf.cast(time_major(steps.action[key]), tf.int32)

@@ -68,7 +68,9 @@ def _gru_backward(output_gradients: tf.Tensor, state_gradient: tf.Tensor, weight
     [T, N, 3H], weights [H, 3H], initial state [N, H] and stored states [T, N, H] (zeros
     without `resets`) from those of its outputs [T, N, H] and final state [N, H]."""
     hidden = states.shape[-1]
-    update_reset_weights, candidate_weights = weights[:, :2 * hidden], weights[:, 2 * hidden:]
+    # Transposed once, outside the loop (each step multiplies by both).
+    update_reset_weights = tf.transpose(weights[:, :2 * hidden])
+    candidate_weights = tf.transpose(weights[:, 2 * hidden:])
     length = tf.shape(states)[0]
 
     def step(i, carried, arrays):
@@ -85,13 +87,12 @@ def _gru_backward(output_gradients: tf.Tensor, state_gradient: tf.Tensor, weight
             state_gradient = tf.where(kept, 0.0, carried)
         state_gradient += output_gradient * (1 - update)
         candidate_gate_gradient = output_gradient * update * (1 - tf.square(candidate))
-        reset_state_gradient = tf.matmul(candidate_gate_gradient, candidate_weights,
-                                         transpose_b=True)
+        reset_state_gradient = tf.matmul(candidate_gate_gradient, candidate_weights)
         state_gradient += reset_state_gradient * reset_gate
         update_reset_gradient = tf.concat(
             [output_gradient * (candidate - state), reset_state_gradient * state], -1)
         update_reset_gradient *= gates * (1 - gates)
-        state_gradient += tf.matmul(update_reset_gradient, update_reset_weights, transpose_b=True)
+        state_gradient += tf.matmul(update_reset_gradient, update_reset_weights)
         gate_gradient = tf.concat([update_reset_gradient, candidate_gate_gradient], -1)
         arrays[0] = arrays[0].write(t, gate_gradient)
         if resets is not None:
