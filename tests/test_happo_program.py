@@ -21,9 +21,9 @@ FLAGS = [*SMALL_CONFIG, *MAPPO_RECURRENT_FLAGS, "--checkpoint_interval_s=2"]
 
 def test_a_recurrent_happo_program_stops_resumes_its_counts_and_weights_and_evaluates(tmp_path):
     run_dir = str(tmp_path / "run")
-    first = program_helpers.run_example(SCRIPT, run_dir, *FLAGS, "--max_executor_steps=100")
+    first = program_helpers.run_example(SCRIPT, run_dir, *FLAGS, "--max_executor_steps=200")
     reached, limit = stop_count(first)
-    assert limit == 100 and 100 <= reached <= 109  # One executor stops within its episode.
+    assert limit == 200 and 200 <= reached <= 209  # One executor stops within its episode.
     status = read_status(run_dir)
     assert status.trainer_steps > 0
     with open(os.path.join(run_dir, "run.json")) as run_file:
@@ -42,10 +42,10 @@ def test_a_recurrent_happo_program_stops_resumes_its_counts_and_weights_and_eval
         assert column in first_rows[-1], column
 
     trainer_rows_before = program_helpers.rows_kept_at_resume(run_dir, "trainer", status)
-    second = program_helpers.run_example(SCRIPT, run_dir, *FLAGS, "--max_executor_steps=200")
+    second = program_helpers.run_example(SCRIPT, run_dir, *FLAGS, "--max_executor_steps=400")
     # Counts and the trainer (policies, critic, optimisers, normalisers) continue from the
     # checkpoints of the stop, not from zero.
-    program_helpers.check_resumed_part(second, run_dir, status, 200, trainer_rows_before,
+    program_helpers.check_resumed_part(second, run_dir, status, 400, trainer_rows_before,
                                        num_executors=1)
     assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > status.trainer_steps
 
