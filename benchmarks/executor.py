@@ -24,6 +24,10 @@ Every variant plays whole episodes (reset included) in one thread:
                    environment (`--vectorised`, with `--num_envs`): one policy call and one
                    batched step for all N (`VectorisedEnvironmentLoop`, issue 45), one adder
                    stream each (also executor_replay_<system>_vectorised_<N>)
+  executor_replay_<system>_batched_<N>  (d) the same, the N environments written as one replay
+                   stream (`--batched`, MADQN and each of --systems whose builder
+                   `writes_batched`: MAPPO's one append per batched step, items of N sequences;
+                   MADQN's, VDN's, QMIX's adders sharing one writer; its own replay server)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
                    reference GRU agent, or policy and critic), as a ratio of the same system's
@@ -57,6 +61,11 @@ VECTORISED_VARIANT = "executor_replay_vectorised_{}"
 # Iterations (a step of every environment) per timed call of a several-environment variant.
 ENVS_ITERATIONS = 25
 DIAGNOSTIC = ("loop_random", "executor_replay_logging")
+
+
+def system_prefix(name: str) -> str:
+    """The variant name of a system's executor with replay: (d) for MADQN's."""
+    return "executor_replay" if name == "madqn" else SYSTEM_VARIANT.format(name)
 
 
 def sample_actions(spaces: Dict[str, Any]) -> Dict[str, Any]:
@@ -136,6 +145,10 @@ def main() -> None:
     parser.add_argument("--vectorised", action="store_true",
                         help="also time each --num_envs count as one vectorised environment "
                              "(wrappers.vectorised), with MADQN's executor and each of --systems")
+    parser.add_argument("--batched", action="store_true",
+                        help="with --vectorised, also time the vectorised executors of MADQN "
+                             "and --systems whose builder writes batched writing one replay "
+                             "stream for all environments")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -179,11 +192,12 @@ def main() -> None:
     from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
 
     def make_multi_environment_loop(num_envs: int, system: Any = system, client: Any = client,
-                                    vectorised: bool = False) -> Callable[[], int]:
+                                    vectorised: bool = False,
+                                    batched: bool = False) -> Callable[[], int]:
         seeds = environment_seeds(args.seed, 0, num_envs, 0, 1)
         executor = system.multi_environment_executor(
             system.builder.make_networks(), common.exploration_arguments(system, args.epsilon),
-            client, None, seeds)
+            client, None, seeds, batched=batched)
         if vectorised:
             loop = VectorisedEnvironmentLoop(system.vectorised_environment(num_envs), executor,
                                              seeds)
@@ -211,6 +225,7 @@ def main() -> None:
         variants[RECURRENT_VARIANT.format(name)] = make_executor_loop(
             with_replay=True, system=other, client=other_client)
     num_envs = [int(value) for value in args.num_envs.split(",") if value.strip()]
+    batched_systems: Dict[Any, Any] = {}  # (name, count): (system, server, client).
     for count in num_envs:
         variants[ENVS_VARIANT.format(count)] = make_multi_environment_loop(count)
         for variant, systems in ((SYSTEM_VARIANT, other_systems),
@@ -224,6 +239,17 @@ def main() -> None:
             for name, (other, _, other_client) in other_systems.items():
                 variants[f"{SYSTEM_VARIANT.format(name)}_vectorised_{count}"] = (
                     make_multi_environment_loop(count, other, other_client, vectorised=True))
+            for name, other in [("madqn", system)] + [
+                    (name, other) for name, (other, _, _) in other_systems.items()]:
+                if args.batched and other.builder.writes_batched:
+                    # Its replay may hold blocks of `count` sequences: a system (and server) of
+                    # its own, stepping `count` vectorised environments per executor.
+                    batched_systems[(name, count)] = common.local_madqn(
+                        "executor", name, seed=args.seed, num_envs_per_executor=count)
+                    batched, _, batched_client = batched_systems[(name, count)]
+                    variants[f"{system_prefix(name)}_batched_{count}"] = (
+                        make_multi_environment_loop(count, batched, batched_client,
+                                                    vectorised=True, batched=True))
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -238,7 +264,7 @@ def main() -> None:
         variants.clear()
         gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
         common.stop_local([(system, server, client), *other_systems.values(),
-                           *recurrent_systems.values()])
+                           *recurrent_systems.values(), *batched_systems.values()])
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]
@@ -257,6 +283,9 @@ def main() -> None:
               **{f"{SYSTEM_VARIANT.format(name)}_vectorised_{count}":
                  f"(d) with {name.upper()}'s executor, {count} vectorised environments"
                  for name in other_systems for count in num_envs},
+              **{f"{system_prefix(name)}_batched_{count}":
+                 f"(d) with {name.upper()}'s executor, {count} vectorised environments, "
+                 "one batched stream" for name, count in batched_systems},
               **{f"{RECURRENT_VARIANT.format(name)}_envs_{count}":
                  f"(d) with {name.upper()}'s recurrent executor, {count} environments per executor"
                  for name in recurrent_systems for count in num_envs}}
@@ -305,6 +334,11 @@ def main() -> None:
                                        medians[f"{prefix}_envs_{count}"])
                 print(f"{name.upper()}, {count} vectorised environments: "
                       f"{common.fmt(speedup, 3)} x the steps/s of {count} reference environments")
+                if (name, count) in batched_systems:
+                    gain = common.ratio(medians[f"{prefix}_batched_{count}"],
+                                        medians[f"{prefix}_vectorised_{count}"])
+                    print(f"{name.upper()}, {count} vectorised environments written as one "
+                          f"stream: {common.fmt(gain, 3)} x the steps/s of one stream each")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

@@ -9,6 +9,8 @@ interface every multi-agent family's builder implements; the generic program of
 - `make_replay_tables()`: the Reverb tables of the replay node;
 - `make_dataset_iterator(replay_client)`: the trainer's batches;
 - `make_adder(replay_client)`: how an executor writes its steps to replay;
+- `make_batched_adders(replay_client, num_envs)` (where `writes_batched`): the adders of a
+  vectorised executor's environments, one replay stream for all of them (`envs_per_item`);
 - `make_variable_client(variable_source, networks)`: how executors follow the trainer;
 - `make_trainer(networks, dataset, replay_client=, counter=, logger=, checkpoint=)`;
 - `make_executor(networks, adder=, variable_client=, seed=, **exploration)`: an acting
@@ -38,13 +40,15 @@ import tree
 
 from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import program_stop_event
+from mava_systems.data.batched_sequences import (BatchedSequenceWriter, batched_signature,
+                                                 items_holding)
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient,
                                        make_trajectory_dataset)
 from mava_systems.runs.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.data.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
 from mava_systems.data.stacking import AgentStacker
-from mava_systems.data.transition_adder import (NStepTransitionAdder,
+from mava_systems.data.transition_adder import (NStepTransitionAdder, SharedWriterClient,
                                                 transition_extras_spec)
 from mava_systems.specs import MAEnvironmentSpec
 
@@ -76,6 +80,10 @@ class MultiAgentBuilder:
     # Whether replay items carry the environment's extras (its global state), see
     # `replay_environment_extras_spec`.
     stores_environment_extras = False
+    # Whether `make_batched_adders` writes a vectorised executor's environments as one stream.
+    writes_batched = False
+    # Environments whose steps each replay item holds side by side (see `batch_environments`).
+    envs_per_item = 1
 
     def __init__(self, config: Any, environment_spec: MAEnvironmentSpec,
                  agent_networks: Dict[str, str], network_factory: Callable[..., Any],
@@ -127,11 +135,12 @@ class MultiAgentBuilder:
         return specs.Array((size,), np.float32, name="concatenated_observations")
 
     def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
-        """Batches sampled from replay, as stored (the trainer unpacks them), prefetched."""
+        """Batches sampled from replay, as stored (the trainer unpacks them; items of
+        `envs_per_item` environments are split into one element each), prefetched."""
         return ReplayIterator(functools.partial(
             make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
             self.batch_size, self.config.prefetch_size,
-            self.config.dataset_parallel_calls))
+            self.config.dataset_parallel_calls, lanes_per_item=self.envs_per_item))
 
     def trainer_checkpointing(self, replay_client: Optional[reverb.Client] = None
                               ) -> Callable[[Mapping[str, Any]], Checkpointing]:
@@ -193,6 +202,17 @@ class MultiAgentBuilder:
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes an executor's steps into replay."""
         raise NotImplementedError
+
+    def batch_environments(self, num_envs: int) -> None:
+        """Makes replay ready for executors that write `num_envs` environments each through
+        `make_batched_adders` (items as one environment's here)."""
+        del num_envs
+
+    def make_batched_adders(self, replay_client: reverb.Client, num_envs: int
+                            ) -> List[adders.Adder]:
+        """One adder per environment of a vectorised executor, all writing one replay stream
+        (where `writes_batched`)."""
+        raise NotImplementedError(f"{type(self).__name__} writes one stream per environment")
 
     def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
         """How the trainer turns a batch of stored items into its nest (None: as stored)."""
@@ -350,7 +370,24 @@ class NStepReplayBuilder(MultiAgentBuilder):
                 StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
                 period=self.config.steps_per_sequence,
                 stores_environment_extras=bool(self.replay_environment_extras_spec()))
-        return NStepTransitionAdder(StopAwareClient(replay_client), REPLAY_TABLE,
+        return self.transition_adder(StopAwareClient(replay_client))
+
+    @property
+    def writes_batched(self) -> bool:
+        """Transitions (not sequences: recurrent agents write one stream per environment)."""
+        return not self.recurrent
+
+    def make_batched_adders(self, replay_client: reverb.Client, num_envs: int
+                            ) -> List[adders.Adder]:
+        """`make_adder`'s transition adders of `num_envs` environments sharing one trajectory
+        writer (`SharedWriterClient`): the items each would write alone, in one stream."""
+        shared = SharedWriterClient(StopAwareClient(replay_client), num_envs)
+        return [self.transition_adder(shared) for _ in range(num_envs)]
+
+    def transition_adder(self, client: Any) -> NStepTransitionAdder:
+        """An adder of packed n-step transitions (`transitions_per_item` per item) through
+        `client`."""
+        return NStepTransitionAdder(client, REPLAY_TABLE,
                                     n_step=self.config.n_step, discount=self.config.discount,
                                     packer=self.make_transition_packer(),
                                     environment_extras=bool(self.replay_environment_extras_spec()),
@@ -365,7 +402,18 @@ class SequenceQueueBuilder(MultiAgentBuilder):
     A family says what its executors write with each step (`extras_spec`) and,
     if more than the stacked environment data, what each step's observation
     holds (`sequence_environment_spec`).
+
+    A vectorised executor's B environments write one stream (`make_batched_adders`,
+    see data/batched_sequences.py): with `envs_per_item` B, each item is a block of
+    B sequences, the queue holds `max_queue_size` sequences rounded up to whole
+    blocks (at least one), and the dataset splits blocks into sequences.
     """
+
+    writes_batched = True
+
+    def batch_environments(self, num_envs: int) -> None:
+        """Items become blocks of `num_envs` sequences (see the class docstring)."""
+        self.envs_per_item = num_envs
 
     def extras_spec(self) -> Dict[str, Any]:
         """What executors write with each action (e.g. the behaviour log-probabilities)."""
@@ -382,13 +430,16 @@ class SequenceQueueBuilder(MultiAgentBuilder):
         return self.config.batch_size
 
     def make_replay_tables(self) -> List[reverb.Table]:
-        """One FIFO queue of sequences: each is trained on once, and executors wait when it is
-        full."""
+        """One FIFO queue of sequences (or of blocks of `envs_per_item`): each is trained on
+        once, and executors wait when it is full."""
         signature = reverb_adders.SequenceAdder.signature(
             self.sequence_environment_spec(), self.extras_spec(),
             sequence_length=self.config.sequence_length)
-        return [reverb.Table.queue(name=REPLAY_TABLE, max_size=self.config.max_queue_size,
-                                   signature=signature)]
+        max_size = self.config.max_queue_size
+        if self.envs_per_item > 1:
+            signature = batched_signature(signature, self.envs_per_item)
+            max_size = items_holding(max_size, self.envs_per_item)
+        return [reverb.Table.queue(name=REPLAY_TABLE, max_size=max_size, signature=signature)]
 
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes sequences of `sequence_length` steps, each starting at the previous one's last."""
@@ -396,3 +447,15 @@ class SequenceQueueBuilder(MultiAgentBuilder):
             client=StopAwareClient(replay_client), sequence_length=self.config.sequence_length,
             period=self.config.sequence_length - 1,
             end_of_episode_behavior=EndBehavior.CONTINUE)
+
+    def make_batched_adders(self, replay_client: reverb.Client, num_envs: int
+                            ) -> List[adders.Adder]:
+        """The lanes of one `BatchedSequenceWriter`: `make_adder`'s sequences of `num_envs`
+        environments (which must be `envs_per_item`) in blocks, one append per batched step."""
+        if num_envs != self.envs_per_item:
+            raise ValueError(f"batched adders for {num_envs} environments, but the queue holds "
+                             f"blocks of {self.envs_per_item}")
+        return BatchedSequenceWriter(
+            StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
+            sequence_length=self.config.sequence_length,
+            period=self.config.sequence_length - 1).lanes

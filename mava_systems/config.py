@@ -231,6 +231,10 @@ class RunConfig:
                   "counts, periods and the trainer's CSV stay in trainer steps.")
     jit_compile: bool = documented(False, JIT_COMPILE_DOC)
     seed: int = bounded(0, 0, doc="Base random seed.")
+    deterministic: bool = documented(
+        False, "Build every node's networks from the seed alone: runs of one seed and flags "
+               "start from the same weights in every node (docs/experiments.md, Deterministic "
+               "runs, says what else repeats and what does not yet).")
 
     def __post_init__(self):
         validate(self)

@@ -22,18 +22,58 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import app, flags
-from acme.utils import counting, loggers
-import numpy as np
-import scipy.stats
-import sonnet as snt
-import tensorflow as tf
 
-from mava_systems import recording, registry
-from mava_systems.runs.checkpointing import indexed_checkpoints, latest_readable_checkpoint
-from mava_systems.acting.environment_loop import EnvironmentLoop
-from mava_systems.runs.run_directory import RUN_FILE
-from mava_systems.system import DistributedSystem
-import wrappers
+from mava_systems.terminal import command_line
+
+def define_flags() -> None:
+    """This command's flags (not defined on import: a program importing `evaluate` has its own)."""
+    flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
+    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play (1 with --record unless given).")
+    flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
+    flags.DEFINE_string("checkpoint", None, "A trainer checkpoint to use instead of the latest "
+                        "(a path, or a name such as ckpt-3 in <run_dir>/checkpoints/trainer).")
+    flags.DEFINE_string("record", None, "Record the episodes to this file instead of scoring "
+                        "them: .gif or .mp4 (environments drawing images), .txt (text).")
+    flags.DEFINE_float("record_fps", None, "Frames per second of --record (default: "
+                      "recording.DEFAULT_FPS, 10).")
+    flags.DEFINE_integer("record_max_size", None, "Shrink --record's frames so that their "
+                         "longer side is at most this many pixels.")
+    flags.DEFINE_integer("record_frame_skip", 1, "Keep every k-th step of --record (and the "
+                         "first and last).")
+
+
+def check_flags() -> None:
+    """Checks the parsed flags before anything heavy is imported.
+
+    Raises:
+      ValueError: if `--run_dir` is missing or holds no run.
+    """
+    run_dir = flags.FLAGS.run_dir
+    if not run_dir:
+        raise ValueError("--run_dir is required: the run directory to evaluate, e.g. "
+                         "--run_dir=runs/spread")
+    if not os.path.isdir(run_dir):
+        raise ValueError(f"no run directory {run_dir}")
+
+
+if __name__ == "__main__":  # --help and bad flags answered before TensorFlow is imported.
+    define_flags()
+    ARGUMENTS = command_line.parse_and_check(sys.argv, check_flags)
+
+# pylint: disable=wrong-import-position
+from acme.utils import counting, loggers  # noqa: E402  (after the flags are checked)
+import numpy as np  # noqa: E402
+import scipy.stats  # noqa: E402
+import sonnet as snt  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from mava_systems import recording, registry  # noqa: E402
+from mava_systems.runs.checkpointing import (indexed_checkpoints,  # noqa: E402
+                                             latest_readable_checkpoint)
+from mava_systems.acting.environment_loop import EnvironmentLoop  # noqa: E402
+from mava_systems.runs.run_directory import RUN_FILE  # noqa: E402
+from mava_systems.system import DistributedSystem  # noqa: E402
+import wrappers  # noqa: E402
 
 
 def recorded_system_class(description: Dict[str, Any], path: str) -> Any:
@@ -217,36 +257,19 @@ def record(run_dir: str, path: str, episodes: int = 1, seed: int = 0,
             "episode_lengths": [episode["episode_length"] for episode in played]}
 
 
-def define_flags() -> None:
-    """This command's flags (not defined on import: a program importing `evaluate` has its own)."""
-    flags.DEFINE_string("run_dir", None, "The run directory to evaluate.")
-    flags.DEFINE_integer("episodes", 100, "Greedy episodes to play (1 with --record unless given).")
-    flags.DEFINE_integer("seed", 0, "Seed of the environment and the executor.")
-    flags.DEFINE_string("checkpoint", None, "A trainer checkpoint to use instead of the latest "
-                        "(a path, or a name such as ckpt-3 in <run_dir>/checkpoints/trainer).")
-    flags.DEFINE_string("record", None, "Record the episodes to this file instead of scoring "
-                        "them: .gif or .mp4 (environments drawing images), .txt (text).")
-    flags.DEFINE_float("record_fps", recording.DEFAULT_FPS, "Frames per second of --record.")
-    flags.DEFINE_integer("record_max_size", None, "Shrink --record's frames so that their "
-                         "longer side is at most this many pixels.")
-    flags.DEFINE_integer("record_frame_skip", 1, "Keep every k-th step of --record (and the "
-                         "first and last).")
-
-
 def main(argv: Sequence[str]) -> None:
     """Evaluates the run the flags name; a user error is one line on stderr and exit status 1."""
     if len(argv) > 1:
         console.fail(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    if not flags.FLAGS.run_dir:
-        console.fail("error: --run_dir is required: the run directory to evaluate, e.g. "
-                     "--run_dir=runs/spread")
     if os.path.isdir(flags.FLAGS.run_dir):  # The libraries' lines go to the run's output.log.
         console.attach_run_dir(flags.FLAGS.run_dir, f"==== {' '.join(sys.argv)}\n")
     try:
         if flags.FLAGS.record:
             episodes = flags.FLAGS.episodes if flags.FLAGS["episodes"].present else 1
             result = record(flags.FLAGS.run_dir, flags.FLAGS.record, episodes,
-                            flags.FLAGS.seed, flags.FLAGS.checkpoint, flags.FLAGS.record_fps,
+                            flags.FLAGS.seed, flags.FLAGS.checkpoint,
+                            recording.DEFAULT_FPS if flags.FLAGS.record_fps is None
+                            else flags.FLAGS.record_fps,
                             flags.FLAGS.record_max_size, flags.FLAGS.record_frame_skip)
         else:
             result = evaluate(flags.FLAGS.run_dir, flags.FLAGS.episodes, flags.FLAGS.seed,
@@ -266,5 +289,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-    define_flags()
-    app.run(main)
+    app.run(main, flags_parser=command_line.parsed(ARGUMENTS))

@@ -122,6 +122,8 @@ class MultiAgentSystem(DistributedSystem):
         self.builder = self.make_builder(
             network_keys(self.environment_spec.agents, self.config.shared_weights),
             network_factory or self.make_default_network_factory())
+        if self.writes_batched:
+            self.builder.batch_environments(self.num_envs_per_executor)
         networks = self.builder.make_networks()  # Fails here, not in a node, on a bad network.
         self._network_variables = {
             key: [list(variable.shape) for variable in network.variables]
@@ -271,18 +273,20 @@ class MultiAgentSystem(DistributedSystem):
 
     def trainer(self, replay: reverb.Client, counter: Any) -> Any:
         """The trainer: trains the networks and serves their variables."""
-        networks = self.builder.make_networks()
-        return self.builder.make_trainer(
-            networks,
-            self.builder.make_dataset_iterator(replay),
-            replay_client=replay,
-            counter=counting.Counter(counter, prefix="trainer"),
-            logger=self.trainer_logger())
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
+            return self.builder.make_trainer(
+                networks,
+                self.builder.make_dataset_iterator(replay),
+                replay_client=replay,
+                counter=counting.Counter(counter, prefix="trainer"),
+                logger=self.trainer_logger())
 
     def greedy_executor(self, variable_source: Any, seed: int) -> Tuple[Any, Any]:
         """The builder's evaluation executor following the source's variables, and its variable
         client."""
-        networks = self.builder.make_networks()
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_evaluation_executor(
             networks, variable_client=variable_client, seed=seed)
@@ -297,11 +301,13 @@ class MultiAgentSystem(DistributedSystem):
         acting for all of them in one policy call and writing each one's steps
         to its own adder (see `acting/multi_environment.py`); they are one
         vectorised environment when `steps_vectorised` (see
-        `acting/vectorised_loop.py`). A resumed
+        `acting/vectorised_loop.py`), whose steps go to replay as one stream when
+        `writes_batched` (see `data/batched_sequences.py`). A resumed
         executor continues its exploration from its own saved step count (per
         environment), with fresh random seeds.
         """
-        networks = self.builder.make_networks()
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         # Start-up calls to other nodes: given up if the program stops first.
         call_unless_stopped(variable_client.update_and_wait, "first variables")
@@ -325,7 +331,8 @@ class MultiAgentSystem(DistributedSystem):
             return self.executor_loop(environment, executor, executor_counter, label,
                                       extra_log_fn=lambda: self.executor_log_values(executor))
         executor = self.multi_environment_executor(networks, exploration, replay,
-                                                   variable_client, seeds)
+                                                   variable_client, seeds,
+                                                   batched=self.writes_batched)
         executor.num_steps = start_step // num_envs
         loop_options = dict(counter=executor_counter,
                             logger=self.node_logger(label, "executor_steps"),
@@ -338,25 +345,36 @@ class MultiAgentSystem(DistributedSystem):
         return MultiEnvironmentLoop(environments, executor, **loop_options)
 
     @property
+    def writes_batched(self) -> bool:
+        """Whether each executor writes its environments as one replay stream (the builder's
+        `make_batched_adders`): when it steps them vectorised and the builder can."""
+        return self._vectorised and self.builder.writes_batched
+
+    @property
     def num_envs_per_executor(self) -> int:
         """Environments each executor node steps (`config.num_envs_per_executor`)."""
         return int(self.config.num_envs_per_executor)
 
     def multi_environment_executor(self, networks: Any, exploration: Dict[str, Any],
                                    replay: Any, variable_client: Any,
-                                   seeds: Sequence[int]) -> MultiEnvironmentExecutor:
+                                   seeds: Sequence[int],
+                                   batched: bool = False) -> MultiEnvironmentExecutor:
         """An executor acting for one environment per seed: the actor follows the variables and
         draws each environment's random numbers from its seed; each environment's stream writes
-        to its own adder (see `MultiEnvironmentExecutor`). The streams share the actor's variable
+        to its own adder (see `MultiEnvironmentExecutor`), or with `batched` (a vectorised
+        environment's loop only) to its lane of one replay stream for all (the builder's
+        `make_batched_adders`). The streams share the actor's variable
         client (only the actor fetches): NumPy twins a stream computes with (a recurrent critic's,
         stepped at every observation) re-read their weights when it copied new ones, as a
         separate executor's do."""
         actor = self.builder.make_executor(networks, variable_client=variable_client,
                                            seed=list(seeds), **exploration)
-        streams = [self.builder.make_executor(networks, adder=self.builder.make_adder(replay),
+        adders = (self.builder.make_batched_adders(replay, len(seeds)) if batched
+                  else [self.builder.make_adder(replay) for _ in seeds])
+        streams = [self.builder.make_executor(networks, adder=adder,
                                               variable_client=variable_client, seed=seed,
                                               **exploration)
-                   for seed in seeds]
+                   for adder, seed in zip(adders, seeds)]
         return MultiEnvironmentExecutor(actor, streams)
 
 

@@ -73,6 +73,66 @@ def builtin_system_names() -> List[str]:
     return sorted(names)
 
 
+_NOT_DECLARED = object()
+
+
+def declared_attribute(path: str, attribute: str, default: Any = None) -> Any:
+    """The literal value class `path` ("module:Class") assigns to `attribute` in its body, or
+    the nearest base class does (bases searched depth first, left to right, among classes whose
+    modules can be found), read from source without importing the class (nor TensorFlow):
+    `default` if none does. For command lines to define their flags before importing a system.
+
+    Raises:
+      ImportError: if the module's source or the class cannot be found.
+    """
+    module_name, _, class_name = path.partition(":")
+    value = _declared(module_name, class_name, attribute, set())
+    return default if value is _NOT_DECLARED else value
+
+
+def _declared(module_name: str, class_name: str, attribute: str, seen: set) -> Any:
+    if (module_name, class_name) in seen:
+        return _NOT_DECLARED
+    seen.add((module_name, class_name))
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ImportError(f"no source of module {module_name}")
+    tree = ast.parse(_read(spec.origin))
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    if class_name not in classes:
+        raise ImportError(f"{module_name} defines no class {class_name}")
+    for statement in classes[class_name].body:
+        if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
+                and any(isinstance(target, ast.Name) and target.id == attribute
+                        for target in statement.targets)):
+            return statement.value.value
+    imported = {}  # Local name: (module, name) of `from module import name [as local]`.
+    modules = {}  # Local name: module of `import module [as local]`.
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.update({alias.asname or alias.name: (node.module, alias.name)
+                             for alias in node.names})
+        elif isinstance(node, ast.Import):
+            modules.update({alias.asname or alias.name: alias.name for alias in node.names})
+    for base in classes[class_name].bases:
+        if isinstance(base, ast.Name) and base.id in classes:
+            found = (module_name, base.id)
+        elif isinstance(base, ast.Name) and base.id in imported:
+            found = imported[base.id]
+        elif (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
+              and base.value.id in modules):
+            found = (modules[base.value.id], base.attr)
+        else:
+            continue
+        try:
+            value = _declared(*found, attribute, seen)
+        except (ImportError, ValueError):  # A base outside source we can read.
+            continue
+        if value is not _NOT_DECLARED:
+            return value
+    return _NOT_DECLARED
+
+
 def known_system_names() -> List[str]:
     """The names of mava_systems' own systems and of those imported modules registered so far,
     sorted, without importing any system."""

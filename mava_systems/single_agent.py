@@ -108,14 +108,16 @@ class SingleAgentSystem(DistributedSystem):
 
     def trainer(self, replay, counter):
         """The learner: trains from replay and serves its variables."""
-        return self.builder.make_trainer(
-            self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
-            replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
-            logger=self.trainer_logger())
+        with self.seeded_construction():
+            return self.builder.make_trainer(
+                self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
+                replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
+                logger=self.trainer_logger())
 
     def greedy_executor(self, variable_source, seed):
         """The greedy executor following the source's variables, and its variable client."""
-        networks = self.builder.make_networks()
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         executor = self.builder.make_executor(
             networks, variable_client=variable_client, seed=seed, greedy=True)
@@ -123,7 +125,8 @@ class SingleAgentSystem(DistributedSystem):
 
     def executor(self, executor_id, replay, variable_source, counter):
         """Actor `executor_id`: explores with its policy and writes to replay."""
-        networks = self.builder.make_networks()
+        with self.seeded_construction():
+            networks = self.builder.make_networks()
         variable_client = self.builder.make_variable_client(variable_source, networks)
         call_unless_stopped(variable_client.update_and_wait, "first variables")
         executor = self.builder.make_executor(

@@ -28,6 +28,7 @@ from mava_systems.acting.environment_loop import EnvironmentLoop
 from mava_systems.nodes.evaluator_node import EVALUATOR_SEED_OFFSET, make_evaluator
 from mava_systems.runs.logging import TensorBoardLogger, make_logger
 from mava_systems.runs.replay_checkpointing import ReplayNode
+from mava_systems.runs import determinism
 from mava_systems.runs.disk_space import check_free_space
 from mava_systems.runs.run_directory import (RunStatus, check_description,
                                              check_logs_have_checkpoints, check_writable,
@@ -297,6 +298,12 @@ class DistributedSystem:
                  counter: Any) -> Any:
         """The object of executor node `executor_id`."""
         raise NotImplementedError
+
+    def seeded_construction(self) -> Any:
+        """A context in which a node builds its networks (and the trainer its optimiser): from
+        the seed alone with `config.deterministic` (see `runs.determinism`), else as usual."""
+        return determinism.seeded_construction(self.config.seed,
+                                               getattr(self.config, "deterministic", False))
 
     def build(self, name: Optional[str] = None) -> lp.Program:
         """The Launchpad program of this system."""

@@ -116,8 +116,17 @@ def test_every_presets_settings_are_valid_for_its_systems_and_tasks_exist():
 @pytest.mark.parametrize("arguments, message", [
     (["--preset=nope"], "unknown preset 'nope'; presets: epymarl_lbf, epymarl_rware, "
                         "mappo_mpe, mava_multiwalker"),
-    (["--preset=epymarl_lbf", "--systems=qmix"], "--preset sets the systems, tasks and "
-                                                 "budgets: leave out --systems"),
+    (["--preset=epymarl_lbf", "--max_executor_steps=10"], "--preset sets the budgets: leave "
+                                                          "out --max_executor_steps"),
+    (["--preset=epymarl_lbf", "--systems=qmix,madqn"],
+     "preset epymarl_lbf has no entries madqn; its entries: qmix, vdn, iql=madqn, mappo, ippo"),
+    (["--preset=epymarl_rware", "--envs=rware/rware-tiny-9ag-v2"],
+     "preset epymarl_rware has no tasks rware/rware-tiny-9ag-v2; its tasks: "
+     "rware/rware-tiny-2ag-v2, rware/rware-tiny-4ag-v2, rware/rware-small-4ag-v2"),
+    (["--preset=mappo_mpe", "--systems=mappo", "--envs=mpe/simple_spread_v3", "--set",
+      "mappo.batch_size=8", "--set", "mappo.seeds=x"], "MAPPOConfig has no field 'seeds'"),
+    (["--preset=epymarl_lbf", "--systems=qmix", "--set", "mappo.learning_rate=1"],
+     "the preset has no entry labelled 'mappo'"),
     (["--preset=epymarl_lbf", "--scale=2"], "--scale must be in (0, 1], got 2.0"),
     (["--preset=epymarl_lbf", "--set", "qmax.learning_rate=1"],
      "the preset has no entry labelled 'qmax'"),
@@ -216,6 +225,41 @@ def test_a_preset_run_refuses_a_directory_it_did_not_make_and_saves_nothing_on_a
         saved_grids(out, "--preset=mava_multiwalker", "--set", "mad4pg.batch_size=many")
     assert "mad4pg.batch_size=many" in capsys.readouterr().err
     assert not os.path.exists(out)
+
+
+def test_systems_and_envs_pick_a_presets_entries_and_tasks_recorded_for_resume_and_report(
+        tmp_path, capsys):
+    text = dry_run(capsys, "--preset=epymarl_lbf", "--systems=qmix,mappo",
+                   "--envs=lbf/Foraging-8x8-2p-2f-coop-v3,lbf/Foraging-2s-8x8-2p-2f-coop-v3",
+                   "--seeds=3")
+    first = text.splitlines()[0]
+    assert first.startswith("Preset epymarl_lbf (EPyMARL's Level-Based Foraging benchmark) "
+                            "(only the entries qmix, mappo; tasks lbf/Foraging-8x8-2p-2f-coop")
+    assert "systems: qmix\n" in text and "systems: mappo\n" in text and "vdn" not in text
+    assert "In all: 12 runs" in text and "15x15" not in text
+    # Only the kept entries' settings.
+    assert "qmix.recurrent=true" in text and "ippo." not in text and "iql." not in text
+
+    out = str(tmp_path / "lbf")
+    arguments = ["--preset=epymarl_lbf", "--scale=0.001", "--systems=vdn",
+                 "--envs=lbf/Foraging-8x8-2p-2f-coop-v3"]
+    grids = saved_grids(out, *arguments)
+    assert list(grids) == ["off_policy"]  # No on-policy entry is left.
+    assert [entry.label for entry in grids["off_policy"].entries] == ["vdn"]
+    assert presets.read(out)["only"] == {"entries": ["vdn"],
+                                         "tasks": ["lbf/Foraging-8x8-2p-2f-coop-v3"]}
+    with open(os.path.join(out, "off_policy", grid_lib.SETTINGS_FILE)) as settings:
+        record = json.load(settings)["preset"]
+    assert "only the entries vdn" in presets.part_heading(record)
+    saved_grids(out, *arguments)  # The same choice again resumes it; another is refused.
+    with pytest.raises(SystemExit):
+        saved_grids(out, *arguments[:2], "--systems=qmix", arguments[3])
+    assert "holds the preset run" in capsys.readouterr().err
+    # The whole preset's record is unchanged: runs saved before narrowing existed resume.
+    whole = str(tmp_path / "whole")
+    saved_grids(whole, "--preset=mava_multiwalker", "--scale=0.001")
+    assert "only" not in presets.read(whole)
+    assert presets.from_record(presets.read(whole)) == presets.get("mava_multiwalker")
 
 
 def test_a_dry_run_creates_nothing(tmp_path, capsys):

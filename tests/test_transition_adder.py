@@ -11,7 +11,8 @@ import tree
 
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.nodes.replay import StopAwareClient
-from mava_systems.data.transition_adder import NStepTransitionAdder, transition_extras_spec
+from mava_systems.data.transition_adder import (NStepTransitionAdder, SharedWriterClient,
+                                                transition_extras_spec)
 
 TABLE = "transitions"
 AGENTS = 2
@@ -290,3 +291,23 @@ def test_items_of_several_transitions_hold_consecutive_ones_across_episodes(pack
 def test_transitions_per_item_must_be_positive(server):
     with pytest.raises(ValueError, match="transitions_per_item must be at least 1, got 0"):
         NStepTransitionAdder(server.localhost_client(), TABLE, 3, DISCOUNT, transitions_per_item=0)
+
+
+def test_adders_sharing_a_writer_write_one_stream_and_wait_for_all_lanes_items():
+    """`SharedWriterClient`: the adders of several environments append to one writer, each
+    still making its own items, and each wait allows every lane its items in flight."""
+    writer = RecordingWriter()
+    packer = ArrayPacker(reverb_adders.NStepTransitionAdder.signature(_spec()))
+    shared = SharedWriterClient(RecordingWriterClient(writer), num_lanes=3)
+    adders = [NStepTransitionAdder(shared, TABLE, 2, DISCOUNT, max_in_flight_items=64,
+                                   packer=packer) for _ in range(3)]
+    rng = np.random.default_rng(1)
+    timesteps, *_ = _episode(rng, 4, 0.0)
+    for adder in adders:
+        adder.add_first(timesteps[0])
+    for timestep in timesteps[1:]:
+        for adder in adders:
+            adder.add({"net": np.zeros(AGENTS, np.int32)}, timestep)
+    assert writer.items == 3 * 4  # Every lane's transitions, each its own item.
+    assert {allowed for _, allowed in writer.flushes[:3]} == {3 * 64}
+    assert writer.flushes[-1] == (12, 3 * 4)  # An episode's end: 4 items per lane in flight.

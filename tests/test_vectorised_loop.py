@@ -1,7 +1,8 @@
 """The executor's data path on vectorised environments (`acting/vectorised_loop.py`): one
 policy call per step for all B environments, each environment's replay stream holding exactly
 what an executor stepping the reference package's environment with the same seed and actions
-writes; exact stop counts; the implementation chosen (`config.vectorised`) named in the header,
+writes (and, written as one batched stream, the same sequences block by block); exact stop
+counts; the implementation chosen (`config.vectorised`) named in the header,
 and a vectorised family asked for an id it does not implement refused with the ids it has."""
 
 import threading
@@ -186,6 +187,45 @@ def test_one_policy_call_per_step_writes_what_reference_environments_write(syste
     assert counts["executor_steps"] == counts["executor_0_steps"] == finished_steps
     assert executor.num_steps == num_calls - min(sum(on_last for on_last, _ in parts)
                                                  for parts in log.parts)
+
+
+def test_batched_writes_hold_what_each_environments_adder_writes(system, client):
+    """A vectorised executor writing one stream (`make_batched_adders`) stores what its
+    environments' own adders store for the same steps: MAPPO's sequences lane by lane in
+    blocks, QMIX's transition items unchanged."""
+    assert system.writes_batched
+    networks = system.builder.make_networks()
+    seeds = environment_seeds(3, 0, NUM_ENVS, 0, RESUME_SEED_STRIDE)
+    num_calls = 2 * EPISODE_LIMIT + 20
+
+    def run(executor):
+        loop = VectorisedEnvironmentLoop(system.vectorised_environment(NUM_ENVS), executor,
+                                         seeds)
+        loop.run(num_steps=1)
+        return 1 * NUM_ENVS + sum(loop.step() for _ in range(num_calls - 1))
+
+    separate, clients = recording_streams(system, client, networks, seeds)
+    taken = run(separate)
+    recording = RecordingClient(client)
+    batched = system.multi_environment_executor(networks, exploration(system), recording, None,
+                                                seeds, batched=True)
+    assert run(batched) == taken
+    close(clients + [recording])
+    if system.builder.envs_per_item == 1:  # Each environment's items, in one stream.
+        assert sorted(np.asarray(item).tobytes() for item in recording.items) == sorted(
+            np.asarray(item).tobytes() for one in clients for item in one.items)
+        assert len(recording.items) >= NUM_ENVS * num_calls // (
+            system.config.transitions_per_item + 1)
+        return
+    blocks = recording.items
+    assert len(blocks) == 1 + (num_calls - system.config.sequence_length) // (
+        system.config.sequence_length - 1)
+    for index, one in enumerate(clients):
+        assert len(one.items) >= len(blocks)
+        for block, sequence in zip(blocks, one.items):
+            tree.map_structure(
+                lambda lanes, own: np.testing.assert_array_equal(lanes[:, index], own),
+                block, sequence)
 
 
 class ReturningEvent(threading.Event):

@@ -12,13 +12,12 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import r2d2
 from mava_systems.launching import launch
 
-main = launch.example_main(r2d2.R2D2, r2d2.R2D2Config, default_env="gymnasium/CartPole-v1",
+main = launch.example_main("mava_systems.r2d2.system:R2D2",
+                           r2d2.R2D2Config, default_env="gymnasium/CartPole-v1",
                            executor_name="actor", default_num_caches=None)
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

@@ -14,14 +14,12 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import vdn  # noqa: E402
 from mava_systems.launching import launch  # noqa: E402
 
 # The defaults: the config's, with LBF's settings (mava_systems/family_settings.py).
-main = launch.example_main(vdn.VDN, vdn.VDNConfig,
+main = launch.example_main("mava_systems.vdn.system:VDN", vdn.VDNConfig,
                            default_env="lbf/Foraging-8x8-2p-2f-coop-v3")
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

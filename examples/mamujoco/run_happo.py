@@ -4,7 +4,7 @@
     python examples/mamujoco/run_happo.py --env=mamujoco/Ant-4x2 --num_executors=2
     python examples/mamujoco/run_happo.py --env_kwargs='{"agent_obsk": 2}'
 
-Settings (MaMuJoCo's, in mava_systems/family_settings.py): each agent has its own policy (HAPPO never shares them) and no
+Settings (mava_systems/family_settings.py): each agent has its own policy (HAPPO never shares them) and no
 agent IDs; the agents' policies are updated one after another in a random order each trainer
 step, with one centralised critic of the global state (see `happo.HAPPO`). Every other
 HAPPOConfig default is kept (MAPPO's: Gaussian policies for the continuous actions), and each
@@ -17,14 +17,12 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import happo  # noqa: E402
 from mava_systems.launching import launch  # noqa: E402
 import mamujoco_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(happo.HAPPO, happo.HAPPOConfig,
+main = launch.example_main("mava_systems.happo.system:HAPPO", happo.HAPPOConfig,
                            default_env=mamujoco_settings.DEFAULT_ENV)
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

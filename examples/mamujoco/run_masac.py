@@ -16,14 +16,12 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import masac  # noqa: E402
 from mava_systems.launching import launch  # noqa: E402
 import mamujoco_settings  # noqa: E402  (this folder's)
 
-main = launch.example_main(masac.MASAC, masac.MASACConfig,
+main = launch.example_main("mava_systems.masac.system:MASAC", masac.MASACConfig,
                            default_env=mamujoco_settings.DEFAULT_ENV)
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

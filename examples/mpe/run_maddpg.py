@@ -12,13 +12,12 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import maddpg
 from mava_systems.launching import launch
 
 # The defaults: the config's, with MPE's settings (mava_systems/family_settings.py).
-main = launch.example_main(maddpg.MADDPG, maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3")
+main = launch.example_main("mava_systems.maddpg.system:MADDPG",
+                           maddpg.MADDPGConfig, default_env="mpe/simple_spread_v3")
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

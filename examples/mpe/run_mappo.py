@@ -14,12 +14,11 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import mappo
 from mava_systems.launching import launch
 
-main = launch.example_main(mappo.MAPPO, mappo.MAPPOConfig, default_env="mpe/simple_spread_v3")
+main = launch.example_main("mava_systems.mappo.system:MAPPO",
+                           mappo.MAPPOConfig, default_env="mpe/simple_spread_v3")
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

@@ -12,12 +12,11 @@ from mava_systems.terminal import console
 if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up messages are caught.
     console.quiet_terminal()
 
-from absl import app  # noqa: E402  (after the line above)
-
 from mava_systems import maddpg
 from mava_systems.launching import launch
 
-main = launch.example_main(maddpg.MAD4PG, maddpg.MAD4PGConfig, default_env="sisl/multiwalker_v9")
+main = launch.example_main("mava_systems.maddpg.system:MAD4PG",
+                           maddpg.MAD4PGConfig, default_env="sisl/multiwalker_v9")
 
 if __name__ == "__main__":
-    app.run(main)
+    main.run()  # Parses and checks the flags, then imports the system.

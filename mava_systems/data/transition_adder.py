@@ -1,8 +1,9 @@
 """An n-step transition adder that writes each transition to replay in a single append."""
 
 import collections
-from typing import Any, Deque, Dict, Mapping, Optional
+from typing import Any, Deque, Dict, List, Mapping, Optional
 
+from mava_systems.data.batched_sequences import stack_rows
 from mava_systems.data.packing import ArrayPacker
 
 from acme import types
@@ -34,7 +35,8 @@ class NStepTransitionAdder(base.Adder):
     is complete on its own), and up to k - 1 transitions not yet in an item are
     left out when the adder is dropped. Sampling costs per item, so a batch of
     B transitions in B / k items samples at a fraction of the cost; the
-    transitions of an item are then sampled together.
+    transitions of an item are then sampled together. The k transitions are
+    appended to the writer together, as one step (one Reverb call per item).
 
     With `environment_extras`, each step also takes the environment's extras
     (e.g. `{"env_state": s}`, its global state, from `get_extras()`), and each
@@ -59,7 +61,7 @@ class NStepTransitionAdder(base.Adder):
         if transitions_per_item < 1:
             raise ValueError(f"transitions_per_item must be at least 1, got {transitions_per_item}")
         self._transitions_per_item = transitions_per_item
-        self._transitions_outside_items = 0  # Appended since the last item was created.
+        self._block: List[Any] = []  # Transitions (packed, if packing) not yet in an item.
         self._client = client
         self._table = table
         self._n_step = n_step
@@ -83,8 +85,7 @@ class NStepTransitionAdder(base.Adder):
         if not timestep.first():
             raise ValueError(f"add_first needs a first timestep, got step type {timestep.step_type}")
         if self._writer is None:
-            self._writer = self._client.trajectory_writer(
-                num_keep_alive_refs=self._transitions_per_item)
+            self._writer = self._client.trajectory_writer(num_keep_alive_refs=1)
         self.reset()
         self._observations.append(timestep.observation)
         self._add_environment_extras(environment_extras)
@@ -148,23 +149,22 @@ class NStepTransitionAdder(base.Adder):
         transition = types.Transition(
             observation=self._observations[0], action=self._actions[0], reward=n_step_return,
             discount=total_discount, next_observation=self._observations[steps], extras=extras)
-        self._writer.append(transition if self._packer is None else self._packer.pack(transition))
-        self._transitions_outside_items += 1
-        if self._transitions_outside_items == self._transitions_per_item:
+        self._block.append(transition if self._packer is None else self._packer.pack(transition))
+        if len(self._block) == self._transitions_per_item:
             self._create_item()
         for window in self._windows():
             if window:
                 window.popleft()
 
     def _create_item(self) -> None:
-        """Makes an item of the last `transitions_per_item` transitions appended."""
-        count = self._transitions_per_item
-        last = (lambda column: column[-1]) if count == 1 else (lambda column: column[-count:])
+        """Appends the `transitions_per_item` transitions of the block (stacked if several) as
+        one step, and makes an item of it."""
+        block, self._block = self._block, []
+        self._writer.append(block[0] if len(block) == 1 else stack_rows(block))
         history = self._writer.history
         self._writer.create_item(self._table, self._priority,
-                                 last(history) if self._packer is not None
-                                 else tree.map_structure(last, history))
-        self._transitions_outside_items = 0
+                                 history[-1] if self._packer is not None
+                                 else tree.map_structure(lambda column: column[-1], history))
         self._episode_items += 1
         self._writer.flush(self._max_in_flight_items)
 
@@ -200,6 +200,48 @@ class NStepTransitionAdder(base.Adder):
             total_discounts.append(total_discount)
         return (tree.unflatten_as(rewards[0], n_step_returns),
                 tree.unflatten_as(rewards[0], total_discounts))
+
+
+class SharedWriterClient:
+    """A replay client whose `trajectory_writer()` is one writer shared by `num_lanes` adders:
+    the `NStepTransitionAdder`s of a vectorised executor's environments writing one stream.
+
+    Each adder still appends its own blocks and makes its items of them, so
+    replay holds exactly the items separate writers would; what is saved is a
+    stream (and its round trips) per environment. The adders' waits for
+    unconfirmed items count the shared stream's, so each wait's allowance is
+    multiplied by `num_lanes` (together they keep up to `num_lanes` times one
+    adder's items in flight).
+    """
+
+    def __init__(self, client: Any, num_lanes: int):
+        self._client = client
+        self._num_lanes = num_lanes
+        self._writer: Optional[_SharedWriter] = None
+
+    def trajectory_writer(self, num_keep_alive_refs: int = 1, **kwargs: Any) -> "_SharedWriter":
+        """The shared writer (made by the first call, with its arguments)."""
+        if self._writer is None:
+            self._writer = _SharedWriter(self._client.trajectory_writer(
+                num_keep_alive_refs=num_keep_alive_refs, **kwargs), self._num_lanes)
+        return self._writer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class _SharedWriter:
+    """A trajectory writer whose waits allow `num_lanes` times the unconfirmed items asked."""
+
+    def __init__(self, writer: Any, num_lanes: int):
+        self._writer = writer
+        self._num_lanes = num_lanes
+
+    def flush(self, block_until_num_items: int = 0, timeout_ms: Optional[int] = None) -> None:
+        self._writer.flush(block_until_num_items * self._num_lanes, timeout_ms=timeout_ms)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
 
 
 def transition_extras(first: Mapping[str, Any], last: Mapping[str, Any]) -> Dict[str, Any]:

@@ -25,7 +25,8 @@ import wrappers
 
 INTERRUPTED_EXIT_CODE = 130
 DEFAULT_SEEDS = 3
-# Flags a preset sets itself.
+# Flags a grid of flags needs, and a preset sets itself (its --systems and --envs choose among
+# its entries and tasks).
 _PRESET_SETS = ("systems", "envs", "max_executor_steps")
 
 
@@ -36,8 +37,8 @@ def _run_parser() -> argparse.ArgumentParser:
                     "directory under --out. Rerunning it skips finished runs and resumes the "
                     "others. `python -m mava_systems.experiment report DIR` reports on a grid.")
     parser.add_argument("--preset", default=None, metavar="NAME",
-                        help="run a published protocol instead of --systems/--envs/"
-                             "--max_executor_steps: one of "
+                        help="run a published protocol (its systems, tasks and budgets; "
+                             "--systems/--envs then pick among its entries and tasks): one of "
                              f"{', '.join(sorted(presets.PRESETS))} (docs/experiments.md)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="with --preset: every budget, evaluation interval and exploration "
@@ -146,22 +147,27 @@ def _check_preset_flags(args: argparse.Namespace) -> presets.Preset:
     Raises:
       ValueError: naming what is wrong.
     """
-    preset = presets.get(args.preset)
+    preset = presets.narrowed(presets.get(args.preset), _items(args.systems),
+                              _items(args.envs))
     presets.check_scale(args.scale)
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.steps_per_s <= 0:
         raise ValueError(f"--steps_per_s must be > 0, got {args.steps_per_s}")
-    given = [f"--{name}" for name in _PRESET_SETS if getattr(args, name) is not None]
-    if given:
-        raise ValueError(f"--preset sets the systems, tasks and budgets: leave out "
-                         f"{', '.join(given)} (--scale shrinks the budgets)")
+    if args.max_executor_steps is not None:
+        raise ValueError("--preset sets the budgets: leave out --max_executor_steps (--scale "
+                         "shrinks them)")
     labels = {label for part in preset.parts for label in part.labels}
     for item in args.overrides:
         if item.partition(".")[0] not in labels:
             raise ValueError(f"--set {item!r}: the preset has no entry labelled "
                              f"{item.partition('.')[0]!r}; entries: {', '.join(sorted(labels))}")
     return preset
+
+
+def _items(flag: Optional[str]) -> Optional[List[str]]:
+    """A comma-separated flag's items (None when the flag is not given)."""
+    return None if flag is None else [item.strip() for item in flag.split(",") if item.strip()]
 
 
 def _preset_grids(args: argparse.Namespace, preset: presets.Preset
@@ -231,7 +237,7 @@ def run_main(argv: Sequence[str], quiet: bool = False) -> int:
     if moved_to:
         print(f"Moved the previous experiment in {args.out} to {moved_to}", file=say, flush=True)
     if args.preset:
-        print(presets.scale_line(presets.get(args.preset), args.scale), file=say, flush=True)
+        print(presets.scale_line(_check_preset_flags(args), args.scale), file=say, flush=True)
     runs, failed = 0, []
     for part, grid in grids:
         out = os.path.join(args.out, part) if part else args.out

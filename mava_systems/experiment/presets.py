@@ -76,6 +76,8 @@ class Preset:
     episode_steps: int  # The tasks' episode limit: an evaluation episode's most steps.
     notes: str = ""
     env_modules: Tuple[str, ...] = ()  # Modules registering tasks (imported as --env_module).
+    # What `narrowed` kept of the published grid, in words ("" for all of it).
+    only: str = ""
 
     def part(self, name: str) -> Part:
         """The part called `name`."""
@@ -232,6 +234,73 @@ def get(name: str) -> Preset:
     return PRESETS[name]
 
 
+def narrowed(preset: Preset, labels: Optional[Sequence[str]] = None,
+             environments: Optional[Sequence[str]] = None) -> Preset:
+    """`preset` with only the entries labelled `labels` and the tasks `environments` (None:
+    all of them); its parts left with no entry or task are dropped.
+
+    Raises:
+      ValueError: naming a label or task the preset does not have, and listing those it has.
+    """
+    if labels is not None:  # ("iql=madqn", as the entries are listed, names entry iql.)
+        labels = [label.partition("=")[0] for label in labels]
+    all_labels = {item.partition("=")[0]: item for part in preset.parts for item in part.systems}
+    all_environments = list(dict.fromkeys(environment for part in preset.parts
+                                          for environment in part.environments))
+    for given, known, kind in ((labels, list(all_labels), "entries"),
+                               (environments, all_environments, "tasks")):
+        unknown = [item for item in given or () if item not in known]
+        if unknown:
+            described = [all_labels.get(item, item) for item in known]
+            raise ValueError(f"preset {preset.name} has no {kind} {', '.join(unknown)}; its "
+                             f"{kind}: {', '.join(described)}")
+    if labels is None and environments is None:
+        return preset
+    parts = []
+    for part in preset.parts:
+        systems = tuple(item for item in part.systems
+                        if labels is None or item.partition("=")[0] in labels)
+        tasks = tuple(task for task in part.environments
+                      if environments is None or task in environments)
+        if systems and tasks:
+            kept = [f"{item.partition('=')[0]}." for item in systems]
+            parts.append(dataclasses.replace(
+                part, systems=systems, environments=tasks,
+                settings=tuple(item for item in part.settings if item.startswith(tuple(kept))),
+                published={task: {label: figure for label, figure in figures.items()
+                                  if label in [item.partition("=")[0] for item in systems]}
+                           for task, figures in part.published.items() if task in tasks}))
+    if not parts:
+        raise ValueError(f"preset {preset.name} runs none of entries {', '.join(labels or [])} "
+                         f"on tasks {', '.join(environments or [])} together: each part runs "
+                         + "; ".join(f"{', '.join(part.labels)} on {', '.join(part.environments)}"
+                                     for part in preset.parts))
+    only = "; ".join(f"{name} {', '.join(items)}" for name, items in
+                     (("entries", labels), ("tasks", environments)) if items is not None)
+    return dataclasses.replace(preset, parts=tuple(parts), only=f"only the {only}")
+
+
+def from_record(record: Mapping[str, Any]) -> Preset:
+    """The preset (narrowed as it ran) of a record `save` or `grid_record` made."""
+    only = record.get("only") or {}
+    return narrowed(get(record.get("preset", record.get("name"))), only.get("entries"),
+                    only.get("tasks"))
+
+
+def _only_record(preset: Preset) -> Dict[str, Any]:
+    """What a record keeps of a narrowed preset's choice (nothing for a whole preset)."""
+    if not preset.only:
+        return {}
+    published = get(preset.name)
+    labels = [label for part in preset.parts for label in part.labels]
+    tasks = list(dict.fromkeys(task for part in preset.parts for task in part.environments))
+    whole_labels = [label for part in published.parts for label in part.labels]
+    whole_tasks = list(dict.fromkeys(task for part in published.parts
+                                     for task in part.environments))
+    return {"only": {"entries": None if labels == whole_labels else labels,
+                     "tasks": None if tasks == whole_tasks else tasks}}
+
+
 def scaled_steps(steps: int, scale: float) -> int:
     """`steps` x `scale`, at least 1."""
     return max(1, int(round(steps * scale)))
@@ -262,13 +331,13 @@ def part_flags(preset: Preset, part: Part, scale: float, seeds: Optional[int] = 
 
 def grid_record(preset: Preset, scale: float, part: Part) -> Dict[str, Any]:
     """What each part's experiment.json records of its preset (see `grid.Grid.preset`)."""
-    return {"name": preset.name, "scale": scale, "part": part.name}
+    return {"name": preset.name, "scale": scale, "part": part.name, **_only_record(preset)}
 
 
 def part_heading(record: Mapping[str, Any]) -> str:
     """The first line of a part's report: the preset's scale line and the part (`record` as
     `grid_record` makes it)."""
-    return f"{scale_line(get(record['name']), record['scale'])}; part {record['part']}"
+    return f"{scale_line(from_record(record), record['scale'])}; part {record['part']}"
 
 
 def scale_line(preset: Preset, scale: float) -> str:
@@ -276,7 +345,8 @@ def scale_line(preset: Preset, scale: float) -> str:
     budgets = ("the published budgets" if scale == 1.0 else
                f"every budget, evaluation interval and exploration schedule x {scale:g} of the "
                "published")
-    return f"Preset {preset.name} ({preset.title}) at --scale={scale:g}: {budgets}"
+    only = f" ({preset.only})" if preset.only else ""
+    return f"Preset {preset.name} ({preset.title}){only} at --scale={scale:g}: {budgets}"
 
 
 def protocol_lines(preset: Preset, scale: float, seeds: int) -> List[str]:
@@ -336,15 +406,16 @@ def describe(preset: Preset, scale: float = 1.0, seeds: Optional[int] = None,
 
 def save(out: str, preset: Preset, scale: float, seeds: Optional[int],
          changes: Sequence[str] = ()) -> None:
-    """Records in `out` which preset at which scale its parts run, and the user's `changes` to
-    its settings (--set items).
+    """Records in `out` which preset (narrowed to which entries and tasks) at which scale its
+    parts run, and the user's `changes` to its settings (--set items).
 
     Raises:
       ValueError: if `out` holds another preset, scale, seed count or changes (nothing is
         changed then).
     """
     record = {"preset": preset.name, "scale": scale,
-              "seeds": preset.seeds if seeds is None else seeds, "changes": list(changes)}
+              "seeds": preset.seeds if seeds is None else seeds, "changes": list(changes),
+              **_only_record(preset)}
     saved = read(out)
     if saved is not None and saved != record:
         raise ValueError(f"{out} holds the preset run {saved}, not {record}; use another --out "

@@ -370,7 +370,7 @@ def write_preset_report(out: str, report_dir: str, points: int = results_lib.DEF
       ValueError: if no part has finished.
     """
     record = presets.read(out)
-    preset = presets.get(record["preset"])
+    preset = presets.from_record(record)
     line = presets.scale_line(preset, record["scale"])
     files: Dict[str, str] = {}
     numbers: Dict[str, Any] = {}

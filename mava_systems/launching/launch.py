@@ -1,9 +1,9 @@
 """Launch helpers shared by the examples: common flags, config flags, launching, the run summary.
 
 Importing it does not import TensorFlow (nor Reverb or Acme), and the configs import without
-it (`mava_systems.lazy`). (The examples still import their system class, and so TensorFlow,
-before their flags are parsed: importing it after parsing made the trainer's first compiled
-step fail, see issue 44's notes.)
+it (`mava_systems.lazy`). The examples name their system by its path: `ExampleMain.run` parses
+and checks the flags, then imports the system before `app.run` calls the main (a system imported
+inside the main made the trainer's first compiled step fail, see `ExampleMain.system_class`).
 """
 
 import contextlib
@@ -24,13 +24,13 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 from absl import app, flags, logging
 import launchpad as lp  # (Without TensorFlow; it defines --lp_launch_type.)
 
-from mava_systems import family_settings, ray_launch
+from mava_systems import family_settings, ray_launch, registry
 from mava_systems.launching import allocator, cpu_placement, node_processes
 from mava_systems.launching.node_naming import named_nodes, node_names
 from mava_systems.nodes.lifecycle import (NODE_FAILURES_FILE_ENV, NODE_NOTICE_ENV,
                                           StopsProgramIfBuildFails,
                                           exit_if_loops_were_abandoned)
-from mava_systems.terminal import console
+from mava_systems.terminal import command_line, console
 from mava_systems.config import parse_json_object
 from mava_systems.acting import exploration
 from mava_systems.runs.disk_space import disk_full_message
@@ -253,12 +253,12 @@ def show_in_help(names: Sequence[str]) -> None:
         FLAGS.register_key_flag_for_module(sys.argv[0], FLAGS[name])
 
 
-def example_main(system_class: Type[Any], config_class: Type[Any], default_env: str,
+def example_main(system_class: Union[Type[Any], str], config_class: Type[Any], default_env: str,
                  executor_name: str = "executor", default_num_caches: Optional[int] = 0,
                  config_defaults: Optional[Mapping[str, Any]] = None,
                  family_env_kwargs: Optional[Mapping[str, Mapping[str, Any]]] = None,
-                 default_exploration: str = "") -> Callable[[Sequence[str]], None]:
-    """Defines the example flags and returns an `app.run` main that builds and runs the system.
+                 default_exploration: str = "") -> "ExampleMain":
+    """Defines the example flags and returns the main that builds and runs the system.
 
     The system is `system_class(environment_factory=..., config=..., num_executors=...,
     num_caches=..., max_executor_steps=..., run_dir=...)`, all taken from the flags
@@ -271,10 +271,21 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     `default_exploration` (`--exploration`'s default, e.g. "linear:1,0.05,200000"; empty:
     the family's, else the system's own schedules). The run's header says where each
     value that is not the config's default came from.
+
+    `system_class` may be named by its path ("mava_systems.qmix.system:QMIX"): its name and
+    whether it explores by schedule are then read from its source, and `ExampleMain.run`
+    imports it (and TensorFlow) only once the flags are parsed and checked, so that `--help`
+    and bad input are answered at once.
     """
+    if isinstance(system_class, str):
+        system_name = registry.declared_attribute(system_class, "system_name")
+        explores_by_schedule = registry.declared_attribute(system_class, "explores_by_schedule",
+                                                           False)
+    else:
+        system_name = system_class.system_name
+        explores_by_schedule = getattr(system_class, "explores_by_schedule", False)
     settings = family_settings.settings_for(
-        default_env, system_class.system_name,
-        [field.name for field in dataclasses.fields(config_class)])
+        default_env, system_name, [field.name for field in dataclasses.fields(config_class)])
     config_defaults = dict(config_defaults or {})
     own = {name: value for name, value in config_defaults.items()  # Not the family's too.
            if name not in settings.config or settings.config[name] != value}
@@ -285,44 +296,104 @@ def example_main(system_class: Type[Any], config_class: Type[Any], default_env: 
     defined_before = set(FLAGS)
     define_flags(default_env, executor_name=executor_name, default_num_caches=default_num_caches)
     define_config_flags(config_class, {**settings.config, **config_defaults})
-    explores_by_schedule = getattr(system_class, "explores_by_schedule", False)
     if explores_by_schedule:
         define_exploration_flag(executor_name, default_exploration or settings.exploration)
         if default_exploration or settings.exploration:
             source = "example setting" if default_exploration else settings.source
             sources[source]["exploration"] = default_exploration or settings.exploration
     show_in_help(sorted(set(FLAGS) - defined_before) + ["lp_launch_type"])
+    return ExampleMain(system_class, config_class, executor_name, explores_by_schedule,
+                       sources, settings, family_env_kwargs)
 
-    def main(argv: Sequence[str]) -> None:
+
+class ExampleMain:
+    """An example's main (see `example_main`): `run()` parses and checks the flags, then
+    imports the system and launches it; as an `app.run` main it does both once parsed."""
+
+    def __init__(self, system_class: Union[Type[Any], str], config_class: Type[Any],
+                 executor_name: str, explores_by_schedule: bool,
+                 sources: Mapping[str, Mapping[str, Any]], settings: Any,
+                 family_env_kwargs: Mapping[str, Mapping[str, Any]]):
+        self._system_class = system_class
+        self._config_class = config_class
+        self._executor_name = executor_name
+        self._explores_by_schedule = explores_by_schedule
+        self._sources = sources
+        self._settings = settings
+        self._family_env_kwargs = family_env_kwargs
+        self._inputs: Optional[Dict[str, Any]] = None
+
+    def run(self, argv: Optional[Sequence[str]] = None) -> None:
+        """Parses `argv` (default: `sys.argv`) and checks the flags, then imports the system
+        (and TensorFlow), and launches it as `app.run` would."""
+        arguments = command_line.parse_and_check(sys.argv if argv is None else argv,
+                                                 self.check_flags)
+        self.system_class()  # Imported here, not inside app.run's main: see _import_system.
+        app.run(self, flags_parser=command_line.parsed(arguments))
+
+    def check_flags(self) -> None:
+        """Checks the parsed flags without importing the system: the environment id (after
+        importing `--env_module`s), the config's values, the node counts and step limit, the
+        exploration schedule and the allocator.
+
+        Raises:
+          ValueError: naming the flag and the problem.
+        """
+        settings, family_env_kwargs = self._settings, self._family_env_kwargs
+        node_allocator = allocator.allocator_library(FLAGS.allocator)
+        for module in FLAGS.env_module:
+            wrappers.import_registration(module)
+        topology = topology_from_flags(self._executor_name)
+        if self._explores_by_schedule:
+            topology.update(exploration_from_flags(topology[f"num_{self._executor_name}s"]))
+        environment_factory = wrappers.make_environment_factory(
+            FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs))
+        config = config_from_flags(self._config_class)
+        family_kwargs = family_env_kwargs.get(family_settings.family_of(FLAGS.env))
+        run_sources = {**self._sources, settings.source: {
+            **self._sources[settings.source], **({"env_kwargs": dict(family_kwargs)}
+                                                 if family_kwargs else {})}}
+        notes = header_notes(self._config_class, run_sources, topology, self._executor_name)
+        self._inputs = {"allocator": node_allocator, "topology": topology, "config": config,
+                        "environment_factory": environment_factory, "notes": notes}
+
+    def system_class(self) -> Type[Any]:
+        """The system class, imported (with TensorFlow) if it was named by its path.
+
+        Raises:
+          TypeError: if the imported class explores otherwise than its source said.
+        """
+        if isinstance(self._system_class, str):
+            # A system imported inside app.run's main made the trainer's first compiled step
+            # fail (an optimizer slot "out of scope", issue 44): `run` imports it before.
+            loaded = registry.import_class(self._system_class)
+            if getattr(loaded, "explores_by_schedule", False) != self._explores_by_schedule:
+                raise TypeError(f"{self._system_class}.explores_by_schedule is not "
+                                f"{self._explores_by_schedule} as its source says")
+            self._system_class = loaded
+        return self._system_class
+
+    def __call__(self, argv: Sequence[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        if isinstance(self._system_class, str):
+            raise RuntimeError("an example naming its system by path is launched with its "
+                               "main's run(), not app.run(main)")
         console.quiet_terminal()
         try:
-            node_allocator = allocator.allocator_library(FLAGS.allocator)
-            for module in FLAGS.env_module:
-                wrappers.import_registration(module)
-            topology = topology_from_flags(executor_name)
-            if explores_by_schedule:
-                topology.update(exploration_from_flags(topology[f"num_{executor_name}s"]))
-            environment_factory = wrappers.make_environment_factory(
-                FLAGS.env, **environment_kwargs(FLAGS.env, family_env_kwargs))
-            config = config_from_flags(config_class)
-            family_kwargs = family_env_kwargs.get(family_settings.family_of(FLAGS.env))
-            run_sources = {**sources, settings.source: {
-                **sources[settings.source], **({"env_kwargs": dict(family_kwargs)}
-                                               if family_kwargs else {})}}
-            notes = header_notes(config_class, run_sources, topology, executor_name)
+            if self._inputs is None:
+                self.check_flags()
+            inputs = self._inputs
             configure_tensorflow_threads(FLAGS.tf_threads)
-            system = system_class(environment_factory=environment_factory, config=config,
-                                  **topology)
+            system = self._system_class(environment_factory=inputs["environment_factory"],
+                                        config=inputs["config"], **inputs["topology"])
             status = prepare(system)
         except ValueError as error:  # Bad input: say what is wrong, without a stack trace.
             console.fail(f"error: {error}")
         if not already_finished(system, status):
-            with allocator.preloading(node_allocator):
-                launch_and_wait(system, steps_at_start=status_steps(system, status), notes=notes)
-
-    return main
+            with allocator.preloading(inputs["allocator"]):
+                launch_and_wait(system, steps_at_start=status_steps(system, status),
+                                notes=inputs["notes"])
 
 
 def header_notes(config_class: Type[Any], sources: Mapping[str, Mapping[str, Any]],

@@ -17,6 +17,7 @@ from absl import logging
 import reverb
 import tensorflow as tf
 
+from mava_systems.data.batched_sequences import items_holding, lane_major_sequences
 from mava_systems.nodes.lifecycle import ProgramStopping, program_stop_event
 
 POLL_INTERVAL_MS = 1000
@@ -170,8 +171,13 @@ class ReplayIterator:
 
 def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
                             prefetch_size: int, num_parallel_calls: int,
-                            rate_limiter_timeout_ms: int = -1) -> tf.data.Dataset:
+                            rate_limiter_timeout_ms: int = -1,
+                            lanes_per_item: int = 1) -> tf.data.Dataset:
     """Batches of items as stored in `table`, sampled through `num_parallel_calls` streams, prefetched.
+
+    With `lanes_per_item` B > 1, each item is a time-major block of B sequences
+    (data/batched_sequences.py) and the batches are of sequences: each block is
+    split into its B sequences (its info repeated) before batching.
 
     The dataset runs no function of its own: consumers unpack items inside
     their compiled step. A `map` here would run in TensorFlow's inter-op pool,
@@ -182,8 +188,11 @@ def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
     def make_stream(_: Any = None) -> tf.data.Dataset:
         stream = reverb.TrajectoryDataset.from_table_signature(
             server_address=server_address, table=table,
-            max_in_flight_samples_per_worker=batch_size,
+            max_in_flight_samples_per_worker=items_holding(batch_size, lanes_per_item),
             rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+        if lanes_per_item > 1:
+            stream = stream.map(lambda sample: lane_major_sequences(sample, lanes_per_item)
+                                ).unbatch()
         return stream.batch(batch_size, drop_remainder=True)
 
     if num_parallel_calls == 1:

@@ -73,10 +73,11 @@ class R2D2(SingleAgentSystem):
 
     def trainer(self, replay, counter):
         """The learner: trains from replay, updates priorities and serves its variables."""
-        return self.builder.make_trainer(
-            self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
-            replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
-            logger=self.trainer_logger())
+        with self.seeded_construction():
+            return self.builder.make_trainer(
+                self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
+                replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
+                logger=self.trainer_logger())
 
     def executor_options(self, executor_id: int) -> Dict[str, Any]:
         """Actor `executor_id` explores with its own epsilon."""

@@ -1,0 +1,42 @@
+"""Deterministic construction of a run's networks (`config.deterministic`).
+
+A node builds its networks (and the trainer its optimiser and target networks) inside
+`seeded_construction(seed)`: TensorFlow's global seed is set to the run's seed just before,
+while a lock keeps the other nodes of the process (`local_mt` runs
+every node as a thread) from drawing random numbers from the same global seed meanwhile. So
+every run of the same seed and flags starts from the same weights in every node, whichever
+node is built first. (The nodes draw their random numbers while acting from their own
+seeded generators, not from the global seed: a random op without a seed run by another thread
+during a construction would still change its weights.)
+
+TensorFlow 2.8's `tf.config.experimental.enable_op_determinism()` is not turned on: it refuses
+`tf.timestamp`, which the trainer's compiled step uses to measure its wait for batches. On
+the CPU with one thread per op pool (`--tf_threads=1`, the launchers' default) the kernels
+these systems use give the same results for the same inputs without it. What the rest of a run needs to repeat (the order of replay inserts,
+samples and variable fetches) is in docs/experiments.md, "Deterministic runs".
+"""
+
+import contextlib
+import random
+import threading
+from typing import Iterator
+
+import numpy as np
+import tensorflow as tf
+
+_CONSTRUCTION = threading.Lock()
+
+
+@contextlib.contextmanager
+def seeded_construction(seed: int, deterministic: bool = True) -> Iterator[None]:
+    """With `deterministic`: the block runs alone among the process's seeded constructions,
+    after Python's, NumPy's and TensorFlow's global seeds are set to `seed` (so the random
+    initial values it draws are those of every other run of `seed`). Without: a no-op."""
+    if not deterministic:
+        yield
+        return
+    with _CONSTRUCTION:
+        random.seed(seed)
+        np.random.seed(seed)
+        tf.random.set_seed(seed)  # Also restarts the per-op seeds drawn from it.
+        yield

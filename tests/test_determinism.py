@@ -1,0 +1,82 @@
+"""Deterministic runs (issue 44, what holds so far): with `--deterministic` every node builds its
+networks from the seed alone, so two runs of one seed and flags act alike until the first
+trained variables reach an executor (docs/experiments.md, Deterministic runs)."""
+
+import concurrent.futures
+import csv
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from mava_systems.madqn import MADQN, MADQNConfig
+import wrappers
+
+from program_helpers import run_example
+
+ENV = "debug/line_world_v0"
+# Columns that measure time or speed, which no run repeats.
+TIMING = re.compile(r"per_second|time|_s$|wait")
+# Counts of other nodes in a node's rows: where they stood when the row was written (what is
+# left to make repeat, see the docs).
+OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"), "evaluator": ("trainer_",)}
+
+
+def _weights(system):
+    with system.seeded_construction():
+        networks = system.builder.make_networks()
+    return [variable.numpy() for variable in tf.nest.flatten(
+        [module.variables for module in networks.q_networks.values()])]
+
+
+def test_nodes_built_at_once_get_the_seed_s_weights_only_when_deterministic():
+    """Nodes of a `local_mt` run build their networks in threads at once, while others act
+    (drawing random numbers from their own generators, as every executor does)."""
+    factory = wrappers.make_environment_factory(ENV)
+    deterministic = MADQN(factory, config=MADQNConfig(deterministic=True, seed=3))
+    other_seed = MADQN(factory, config=MADQNConfig(deterministic=True, seed=4))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        generator = tf.random.Generator.from_seed(0)
+        noise = pool.submit(lambda: [generator.uniform([8]) for _ in range(300)])
+        built = [pool.submit(_weights, deterministic) for _ in range(3)]
+        noise.result()
+        first, *others = [future.result() for future in built]
+    for weights in others:
+        assert all(np.array_equal(a, b) for a, b in zip(first, weights))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, _weights(other_seed)))
+    usual = MADQN(factory, config=MADQNConfig(seed=3))
+    assert not all(np.array_equal(a, b) for a, b in zip(_weights(usual), _weights(usual)))
+
+
+def _rows(run_dir, node):
+    with open(os.path.join(run_dir, "logs", node, "logs.csv")) as rows:
+        return [{name: value for name, value in row.items()
+                 if not TIMING.search(name) and not name.startswith(OTHER_NODES[node])}
+                for row in csv.DictReader(rows)]
+
+
+def _checkpoint(run_dir):
+    reader = tf.train.load_checkpoint(os.path.join(run_dir, "checkpoints", "trainer"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+
+
+def test_two_deterministic_runs_repeat_every_row_and_weight_before_training(tmp_path):
+    """Before the trainer's first step (min_replay_size above the step limit) every executor and
+    evaluator row (but for times, rates and other nodes' counts) and the trainer's weights
+    repeat."""
+    flags = [f"--env={ENV}", "--max_executor_steps=400", "--min_replay_size=1000",
+             "--evaluation_every_steps=200", "--evaluation_episodes=4", "--progress_interval_s=0",
+             "--seed=5"]
+    runs = {name: str(tmp_path / name) for name in ("first", "second")}
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        for future in [pool.submit(run_example, "classic/run_madqn.py", run_dir, *flags,
+                                   "--deterministic") for run_dir in runs.values()]:
+            future.result()
+    for node in ("executor_0", "evaluator"):
+        first = _rows(runs["first"], node)
+        assert len(first) >= 3 and first == _rows(runs["second"], node), node
+    first, second = _checkpoint(runs["first"]), _checkpoint(runs["second"])
+    assert first.keys() == second.keys() and any("q_network" in name for name in first)
+    assert all(np.array_equal(first[name], second[name]) for name in first)
