@@ -276,12 +276,13 @@ def keeping_items(table: Any) -> Any:
 
 
 def local_madqn(label: str, system_name: str = "madqn", keep_items: bool = False,
-                **config_kwargs: Any) -> Any:
+                env: Optional[str] = None, **config_kwargs: Any) -> Any:
     """A MADQN system (or one of another registered name, e.g. "vdn", "qmix", "mappo" or
     "maddpg") on ENV_NAME (with `SYSTEM_ENV_KWARGS`), with no rate limit and its own
     in-process Reverb server.
 
-    With `keep_items`, queue tables (MAPPO's) are served as `keeping_items` makes them.
+    With `env`, on that environment instead (no `SYSTEM_ENV_KWARGS`). With `keep_items`,
+    queue tables (MAPPO's) are served as `keeping_items` makes them.
     Returns (system, server, client); the system's run_dir is a fresh temporary directory.
     """
     import tempfile  # pylint: disable=import-outside-toplevel
@@ -302,8 +303,9 @@ def local_madqn(label: str, system_name: str = "madqn", keep_items: bool = False
     if "critic" in fields and hasattr(system_class, "critic"):  # IPPO's config: its own critic.
         config_kwargs.setdefault("critic", system_class.critic)
     config = system_class.config_class(**config_kwargs)
-    factory = wrappers.make_environment_factory(ENV_NAME,
-                                                **SYSTEM_ENV_KWARGS.get(system_name, {}))
+    factory = (wrappers.make_environment_factory(env) if env is not None else
+               wrappers.make_environment_factory(ENV_NAME,
+                                                 **SYSTEM_ENV_KWARGS.get(system_name, {})))
     system = system_class(factory, config=config,
                           run_dir=tempfile.mkdtemp(prefix=f"bench-{label}-{system_name}-"))
     tables = system.replay()

@@ -7,17 +7,20 @@ import tensorflow as tf
 
 from mava_systems import happo, mappo
 from test_mappo import LEARNING_CONFIG, train_in_process
+from test_recurrent_mappo import SMALL, sampled_steps
 import wrappers
 
 
-def make_system(tmp_run_dir, env_kwargs=None, system_class=None, **config):
-    factory = wrappers.make_environment_factory("debug/line_world_v0", **(env_kwargs or {}))
+def make_system(tmp_run_dir, env_kwargs=None, system_class=None, env="debug/line_world_v0",
+                **config):
+    factory = wrappers.make_environment_factory(env, **(env_kwargs or {}))
     return (system_class or happo.HAPPO)(factory, config=happo.HAPPOConfig(**config),
                                          run_dir=tmp_run_dir)
 
 
-class RecordingTrainer(happo.HAPPOTrainer):
-    """Records the advantages every policy loss is given, by agent, in update order."""
+class Recording:
+    """Records the advantages every policy loss is given, by agent, in update order (a mixin of
+    HAPPO's trainers)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -26,6 +29,14 @@ class RecordingTrainer(happo.HAPPOTrainer):
     def policy_loss(self, key, batch):
         self.seen.append((key, batch["advantages"].numpy()))
         return super().policy_loss(key, batch)
+
+
+class RecordingTrainer(Recording, happo.HAPPOTrainer):
+    """The feedforward trainer, recording."""
+
+
+class RecordingRecurrentTrainer(Recording, happo.RecurrentHAPPOTrainer):
+    """The recurrent trainer, recording."""
 
 
 def test_each_agent_is_weighted_by_the_ratios_of_the_agents_updated_before_it(tmp_run_dir):
@@ -114,8 +125,7 @@ def test_bad_inputs_are_refused_naming_the_problem(tmp_run_dir, line_world_facto
     for field, value, message in [
             ("shared_weights", True, r"shared_weights must be False for HAPPO"),
             ("critic", "decentralised", r"critic must be 'centralised' for HAPPO.*IPPO"),
-            ("separate_optimizers", False, r"separate_optimizers must be True for HAPPO"),
-            ("recurrent", True, r"recurrent must be False for HAPPO.*use MAPPO")]:
+            ("separate_optimizers", False, r"separate_optimizers must be True for HAPPO")]:
         with pytest.raises(ValueError, match=message):
             happo.HAPPOConfig(**{field: value})
     with pytest.raises(ValueError, match="HAPPO needs a HAPPOConfig"):
@@ -166,3 +176,44 @@ def test_happo_learns_the_line_world(tmp_run_dir):
                    for old, variable in zip(trainer.initial[name], module.trainable_variables))
     assert len(trainer.orders) > 10
     assert set(trainer.orders) == {("agent_0", "agent_1"), ("agent_1", "agent_0")}
+
+
+def test_recurrent_agents_are_weighted_by_ratios_of_their_policies_unrolled_over_chunks(
+        tmp_run_dir):
+    """Recurrent HAPPO on stored line-world sequences (11 steps, chunks of 5, most starting
+    mid-episode): each agent's policy unrolled over its chunks from the stored states gives the
+    executor's log-probabilities, the team critic's chunk unrolls give the sequence's values,
+    and the second agent updated gets the team advantages times the first's new/old ratio of
+    its chunk unrolls."""
+    system = make_system(tmp_run_dir, recurrent=True, **{**SMALL, "seed": 2, "num_epochs": 1,
+                                                         "num_minibatches": 1})
+    executor, steps = sampled_steps(system)
+    assert isinstance(executor, happo.RecurrentHAPPOExecutor)
+    networks = executor._networks  # pylint: disable=protected-access
+    assert sorted(networks.trained_modules()) == ["critic/team", "policy/agent_0",
+                                                  "policy/agent_1"]
+    trainer = RecordingRecurrentTrainer(networks, iter([]), system.config,
+                                        state_from_observations=not system.builder.replay_environment_extras_spec())
+    team = trainer.team_data(steps, tf.ones([SMALL["batch_size"]], tf.bool))
+    batches = {key: trainer.agent_batch(key, steps, team) for key in ("agent_0", "agent_1")}
+    batch = batches["agent_1"]
+    assert batch["observation"].shape[:2] == (SMALL["batch_size"] * 2, 5)
+    assert not batch["resets"].numpy()[:, 0].all()  # Chunks start from stored, non-zero states.
+    mask = batch["is_transition"].numpy()
+    before = trainer.batch_log_probs("agent_1", batch).numpy()
+    np.testing.assert_allclose(before[mask], batch["behaviour_log_prob"].numpy()[mask], atol=1e-4)
+    critic = trainer.critic_batch(steps, team)
+    np.testing.assert_allclose(trainer.critic_values(happo.TEAM, critic).numpy(),
+                               critic["old_values"].numpy(), atol=1e-4)
+
+    fetches = trainer.train_policies(tf.constant([1, 0]), batches)
+    after = trainer.batch_log_probs("agent_1", batch).numpy()
+    ratio = np.where(mask, np.exp(after - before), 1.0)
+    assert np.abs(ratio - 1.0).max() > 1e-3
+    assert [key for key, _ in trainer.seen] == ["agent_1", "agent_0"]
+    # (The one minibatch holds the chunks in a shuffled order.)
+    np.testing.assert_allclose(np.sort(trainer.seen[1][1].ravel()),
+                               np.sort((batch["advantages"].numpy() * ratio).ravel()),
+                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(fetches["m_factor/agent_0"], ratio[mask].mean(), rtol=1e-4)
+

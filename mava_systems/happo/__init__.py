@@ -6,6 +6,7 @@ from mava_systems.lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "builder": ["HAPPOBuilder"],
     "config": ["HAPPOConfig"],
+    "execution": ["RecurrentHAPPOExecutor"],
     "system": ["HAPPO"],
-    "training": ["TEAM", "HAPPOTrainer"],
+    "training": ["TEAM", "HAPPOTrainer", "RecurrentHAPPOTrainer"],
 })

@@ -2,20 +2,26 @@
 critic, and HAPPO's trainer."""
 
 import dataclasses
+from typing import Dict
 
 from dm_env import specs
 import numpy as np
 
-from mava_systems.happo.training import TEAM, HAPPOTrainer
+from mava_systems.happo.execution import RecurrentHAPPOExecutor
+from mava_systems.happo.training import TEAM, HAPPOTrainer, RecurrentHAPPOTrainer
 from mava_systems.mappo.builder import MAPPOBuilder
 from mava_systems.mappo.networks import MAPPONetworks, make_networks
 
 
 class HAPPOBuilder(MAPPOBuilder):
     """MAPPO's builder (the on-policy sequence queue, sampling executors) with HAPPO's trainer
-    and networks: a policy per agent and one critic, `critics["team"]`, of the global state."""
+    and networks: a policy per agent and one critic, `critics["team"]`, of the global state
+    (with `config.recurrent`, GRU policies and critic, and the recurrent trainer and executors
+    carrying one team critic state)."""
 
     trainer_class = HAPPOTrainer
+    recurrent_trainer_class = RecurrentHAPPOTrainer
+    recurrent_executor_class = RecurrentHAPPOExecutor
 
     def team_critic_input_spec(self) -> specs.Array:
         """What the team critic sees: the global state, flattened (see `global_state_spec`)."""
@@ -32,3 +38,7 @@ class HAPPOBuilder(MAPPOBuilder):
                                  recurrent=self.recurrent)
         first = next(iter(networks.critics))
         return dataclasses.replace(networks, critics={TEAM: networks.critics[first]})
+
+    def critic_state_rows(self) -> Dict[str, int]:
+        """The team critic's state: one row."""
+        return {TEAM: 1}

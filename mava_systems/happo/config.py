@@ -1,5 +1,5 @@
 """HAPPO's hyper-parameters: MAPPO's, with what HAPPO requires (no sharing, one centralised
-critic, separate optimizers, feed-forward networks) as defaults and checks."""
+critic, separate optimizers) as defaults and checks."""
 
 import dataclasses
 
@@ -14,9 +14,10 @@ _SHARED_WEIGHTS_DOC = ("Must be False: HAPPO gives every agent its own policy (a
 class HAPPOConfig(MAPPOConfig):
     """Every HAPPO hyper-parameter: MAPPO's (see `MAPPOConfig`), read the same way, with the
     values HAPPO needs as defaults and refused otherwise: `shared_weights=False` (a policy per
-    agent), `critic="centralised"` (one value of the global state for the team),
+    agent), `critic="centralised"` (one value of the global state for the team) and
     `separate_optimizers=True` (the policies are updated one after another, the critic on its
-    own) and `recurrent=False`.
+    own). With `recurrent=True` the policies and the team critic are GRUs trained on chunks
+    unrolled from their stored states, as recurrent MAPPO's (see `RecurrentHAPPOTrainer`).
 
     `num_epochs` and `num_minibatches` apply to each agent's policy update and to the critic's.
     """
@@ -29,7 +30,7 @@ class HAPPOConfig(MAPPOConfig):
         super().__post_init__()
         name = type(self).__name__
         required = {"shared_weights": False, "critic": "centralised",
-                    "separate_optimizers": True, "recurrent": False}
+                    "separate_optimizers": True}
         for field, value in required.items():
             if getattr(self, field) != value:
                 raise ValueError(f"{name}.{field} must be {value!r} for HAPPO, got "
@@ -41,6 +42,4 @@ _REASONS = {
     "critic": "HAPPO's one critic values the global state for the whole team (use IPPO for "
               "decentralised critics)",
     "separate_optimizers": "the policies are updated one after another, the critic on its own",
-    "recurrent": "HAPPO's team critic is feed-forward and its executors carry no critic state "
-                 "(use MAPPO for recurrent networks)",
 }

@@ -15,7 +15,9 @@ class HAPPO(MAPPO):
     The program, executors (sampling their policies) and replay queue are MAPPO's (see `MAPPO`).
     Takes MAPPO's arguments with an `HAPPOConfig`; `network_factory(observation_spec,
     action_spec, critic_input_spec)` is called once per agent and the first agent's critic is
-    the team's. Recurrent networks are refused (`HAPPOConfig.recurrent`).
+    the team's. With `config.recurrent` the networks are recurrent cores (by default MAPPO's
+    reference GRU policy and critic), trained on chunks unrolled from the states the executors
+    store (see `RecurrentHAPPOTrainer`).
     """
 
     builder_class = HAPPOBuilder

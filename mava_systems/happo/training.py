@@ -7,7 +7,9 @@ from acme.adders.reverb import base as reverb_base
 import reverb
 import tensorflow as tf
 
-from mava_systems.mappo.training import MAPPOTrainer, masked_mean
+from mava_systems.mappo.execution import AGENTS, CRITIC_STATE, POLICY_STATE
+from mava_systems.mappo.training import (MAPPOTrainer, RecurrentMAPPOTrainer, chunked,
+                                         masked_mean, unroll)
 
 # The key of the team's critic (and of its optimizer `critic/team` and value normaliser).
 TEAM = "team"
@@ -75,6 +77,19 @@ class HAPPOTrainer(MAPPOTrainer):
         """The team critic's training data of a batch, [B, T - 1, 1, ...] (see `value_data`)."""
         return self.value_data(TEAM, steps, self.team_inputs(steps), self.team_rewards(steps),
                                self.team_discounts(steps), fresh)
+
+    def agent_batch(self, key: str, steps: reverb_base.Step, team: Mapping[str, tf.Tensor]
+                    ) -> Dict[str, tf.Tensor]:
+        """Agent `key`'s policy training data, [B, T - 1, 1, ...]: its acting data (see
+        `policy_data`) with the team's advantages and transitions (`team`, see `team_data`)."""
+        return {**self.policy_data(key, steps), "advantages": team["advantages"],
+                "is_transition": team["is_transition"]}
+
+    def critic_batch(self, steps: reverb_base.Step, team: Dict[str, tf.Tensor]
+                     ) -> Dict[str, tf.Tensor]:
+        """The team critic's training data: `team` (see `team_data`)."""
+        del steps
+        return team
 
     def update_order(self) -> tf.Tensor:
         """A random permutation of the agents' indices (in `networks.policies`' order): [N]."""
@@ -151,15 +166,61 @@ class HAPPOTrainer(MAPPOTrainer):
         steps = sample.data
         fresh, fetches = self.fresh_sequences(steps)
         team = self.team_data(steps, fresh)
-        batches = {key: {**self.policy_data(key, steps), "advantages": team["advantages"],
-                         "is_transition": team["is_transition"]}
-                   for key in self._networks.policies}
+        batches = {key: self.agent_batch(key, steps, team) for key in self._networks.policies}
         order = self.update_order()
         self._agent_order.assign(order)
         fetches.update(self.train_policies(order, batches))
-        critic = self.run_epochs(team, lambda minibatch: self.critic_step(TEAM, minibatch),
+        critic = self.run_epochs(self.critic_batch(steps, team),
+                                 lambda minibatch: self.critic_step(TEAM, minibatch),
                                  self.critic_fetch_names())
         critic["value_target"] = masked_mean(team["value_targets"], team["is_transition"])
         fetches.update({f"{name}/{TEAM}": value for name, value in critic.items()})
         self.count_step(after=fetches)
         return fetches
+
+
+class RecurrentHAPPOTrainer(HAPPOTrainer, RecurrentMAPPOTrainer):
+    """HAPPO's trainer for recurrent policies and a recurrent team critic: each agent's update,
+    and the M factor it passes on, on chunks unrolled from the states stored with them.
+
+    As `RecurrentMAPPOTrainer`: the team's advantages and value targets are
+    computed over each whole sequence, the team critic unrolled from the state
+    stored at its first step; then every agent's data, and the critic's, is cut
+    into chunks of `config.steps_per_chunk` steps, each unrolled from the states
+    stored at its first step (episode starts within a chunk take their stored,
+    initial, state). An agent's new/old ratios, and so the next agents' M
+    factor, are those of its policy unrolled over the chunks.
+    """
+
+    def sequence_values(self, key: str, steps: reverb_base.Step,
+                        critic_inputs: tf.Tensor) -> tf.Tensor:
+        """The team critic unrolled over each sequence from its stored state, in return units
+        (its one state row advances at every step, as the executors step it)."""
+        return self.denormalised(key, unroll(
+            self._networks.critics[key], critic_inputs, steps.observation[CRITIC_STATE][key],
+            steps.start_of_episode, tf.ones(tf.shape(critic_inputs)[:3])))
+
+    def agent_batch(self, key: str, steps: reverb_base.Step, team: Mapping[str, tf.Tensor]
+                    ) -> Dict[str, tf.Tensor]:
+        """`HAPPOTrainer.agent_batch`'s data with the policy states stored at each step, which
+        steps start an episode and whether the agent is present, cut into chunks:
+        [B * chunks, chunk_length, 1, ...]."""
+        observation = steps.observation
+        batch = {**super().agent_batch(key, steps, team),
+                 POLICY_STATE: tf.nest.map_structure(lambda state: state[:, :-1],
+                                                     observation[POLICY_STATE][key]),
+                 "resets": steps.start_of_episode[:, :-1],
+                 "present": 1.0 - tf.cast(observation[AGENTS][key].terminal[:, :-1],
+                                          tf.float32)}
+        return chunked(batch, self._config.steps_per_chunk)
+
+    def critic_batch(self, steps: reverb_base.Step, team: Dict[str, tf.Tensor]
+                     ) -> Dict[str, tf.Tensor]:
+        """`team` with the team critic's state stored at each step and which steps start an
+        episode, cut into chunks: [B * chunks, chunk_length, 1, ...]."""
+        batch = {**team,
+                 CRITIC_STATE: tf.nest.map_structure(lambda state: state[:, :-1],
+                                                     steps.observation[CRITIC_STATE][TEAM]),
+                 "resets": steps.start_of_episode[:, :-1],
+                 "present": tf.ones_like(team["advantages"])}
+        return chunked(batch, self._config.steps_per_chunk)

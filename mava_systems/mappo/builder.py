@@ -74,14 +74,20 @@ class MAPPOBuilder(SequenceQueueBuilder):
         its agents stacked."""
         networks = self.make_networks()
 
-        def specs_of(modules: Dict[str, Any]) -> Dict[str, Any]:
+        def specs_of(modules: Dict[str, Any], rows: Dict[str, int]) -> Dict[str, Any]:
             return {key: tree.map_structure(
                         lambda part: specs.Array(tuple(part.shape), np.float32),
-                        modules[key].initial_state(len(agents)))
-                    for key, agents in self.stacker.agents_by_network.items()}
+                        modules[key].initial_state(count))
+                    for key, count in rows.items()}
 
-        return {POLICY_STATE: specs_of(networks.policies),
-                CRITIC_STATE: specs_of(networks.critics)}
+        policy_rows = {key: len(agents) for key, agents in self.stacker.agents_by_network.items()}
+        return {POLICY_STATE: specs_of(networks.policies, policy_rows),
+                CRITIC_STATE: specs_of(networks.critics, self.critic_state_rows())}
+
+    def critic_state_rows(self) -> Dict[str, int]:
+        """How many rows of state each recurrent critic has, by critic key: one per agent
+        using it (executors carry them, see `RecurrentMAPPOExecutor`)."""
+        return {key: len(agents) for key, agents in self.stacker.agents_by_network.items()}
 
     def extras_spec(self) -> Dict[str, Any]:
         """What executors write with each action: every agent's behaviour log-probability,

@@ -177,7 +177,7 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
         """`MAPPOExecutor`'s arguments, and whether the critics are `centralised` (MAPPO's)."""
         super().__init__(networks, *args, **kwargs)
         self._centralised = centralised
-        self.critic_states = RecurrentStates(lambda: self._initial(networks.critics))
+        self.critic_states = RecurrentStates(self.initial_critic_states)
         self._numpy_critics = (NumpyNetworks.of(networks.critics, self._variable_client)
                                if self.acts_in_numpy else None)
         self._critic_step: Optional[Callable[..., Any]] = None  # Compiled on first use.
@@ -185,6 +185,10 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
     def initial_states(self) -> Dict[str, Any]:
         """Every policy's initial state, one row per agent using it."""
         return self._initial(self._networks.policies)
+
+    def initial_critic_states(self) -> Dict[str, Any]:
+        """Every critic's initial state, one row per agent using it."""
+        return self._initial(self._networks.critics)
 
     def _initial(self, modules: Mapping[str, Any]) -> Dict[str, Any]:
         return {key: modules[key].initial_state(len(agents))
@@ -258,7 +262,7 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
                 global_state = np.concatenate([
                     np.asarray(stacked[key].observation, np.float32).reshape(-1)
                     for key in sorted(stacked)])
-        inputs = {key: critic_input_rows(stacked, key, global_state) for key in stacked}
+        inputs = self.critic_inputs(stacked, global_state)
         states = self.critic_states.current
         if self._numpy_critics is not None:
             self._numpy_critics.sync(new_episode)
@@ -270,4 +274,14 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
                     key: self._networks.critics[key](inputs[key], states[key])[1]
                     for key in inputs})
             new_states = tree.map_structure(np.asarray, self._critic_step(inputs, states))
-        self.critic_states.advance(new_states, present_rows(stacked))
+        self.critic_states.advance(new_states, self.critic_present_rows(stacked))
+
+    def critic_inputs(self, stacked: Mapping[str, OLT], global_state: Optional[np.ndarray]
+                      ) -> Dict[str, np.ndarray]:
+        """What each critic sees at an observation, by critic key: [rows, C] (see
+        `critic_input_rows`); `global_state` is None unless the critics are centralised."""
+        return {key: critic_input_rows(stacked, key, global_state) for key in stacked}
+
+    def critic_present_rows(self, stacked: Mapping[str, OLT]) -> Dict[str, np.ndarray]:
+        """Which rows of each critic's state advance at an observation (see `present_rows`)."""
+        return present_rows(stacked)

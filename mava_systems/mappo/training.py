@@ -567,6 +567,18 @@ def step_unroll(core: Any, inputs: tf.Tensor, stored: Any, resets: tf.Tensor,
     return tf.nest.map_structure(lambda *steps: tf.stack(steps), *outputs)
 
 
+def chunked(batch: Any, length: int) -> Any:
+    """Every tensor of `batch` [B, T, ...] cut into chunks of `length` steps (`length` divides
+    T): [B * T / length, length, ...], each sequence's chunks in order."""
+
+    def chunks(value: tf.Tensor) -> tf.Tensor:
+        cut = tf.reshape(value, tf.concat([[-1, length], tf.shape(value)[2:]], 0))
+        cut.set_shape([None, length] + value.shape[2:].as_list())
+        return cut
+
+    return tf.nest.map_structure(chunks, batch)
+
+
 class RecurrentMAPPOTrainer(MAPPOTrainer):
     """MAPPO's trainer for recurrent policies and critics: chunks unrolled from stored states.
 
@@ -602,14 +614,7 @@ class RecurrentMAPPOTrainer(MAPPOTrainer):
                                                 observation[CRITIC_STATE][key]),
             "resets": steps.start_of_episode[:, :-1],
             "present": 1.0 - tf.cast(observation[AGENTS][key].terminal[:, :-1], tf.float32)})
-        length = self._config.steps_per_chunk
-
-        def chunks(value: tf.Tensor) -> tf.Tensor:
-            chunked = tf.reshape(value, tf.concat([[-1, length], tf.shape(value)[2:]], 0))
-            chunked.set_shape([None, length] + value.shape[2:].as_list())
-            return chunked
-
-        return tf.nest.map_structure(chunks, batch)
+        return chunked(batch, self._config.steps_per_chunk)
 
     def policy_outputs(self, key: str, batch: Dict[str, Any]) -> Any:
         """The policy unrolled over each chunk from its stored state."""
