@@ -109,8 +109,10 @@ def test_continuous_agents_each_train_their_own_policy_and_the_team_critic_train
         batch["behaviour_log_prob"] = trainer.batch_log_probs(key, batch)
         batches[key] = batch
     team = {"critic_inputs": tf.constant(rng.random((2, 3, 1, 20)), tf.float32),
-            "value_targets": tf.ones([2, 3, 1]), "old_values": tf.zeros([2, 3, 1]),
-            "is_transition": mask}
+            "value_targets": tf.ones([2, 3, 1]), "is_transition": mask}
+    # The critic's own values as the old ones, as in a prepared batch: with fixed old values an
+    # untrained critic above them by more than the clip range gets no gradient.
+    team["old_values"] = tf.reshape(trainer.critic_values(happo.TEAM, team), [2, 3, 1])
     before = {name: [variable.numpy().copy() for variable in module.trainable_variables]
               for name, module in networks.trained_modules().items()}
     fetches = trainer.train_policies(tf.constant([0, 1]), batches)
