@@ -100,6 +100,14 @@ def measure_rate(step: Callable[[], int], seconds: float, warmup_s: float = 0.0,
             return units / (now - start)
 
 
+def one_call(step: Callable[[], Any]) -> Callable[[], int]:
+    """`step` as a timing step that counts each call as one unit (for `measure_rate`)."""
+    def timed() -> int:
+        step()
+        return 1
+    return timed
+
+
 def measure_interleaved(variants: Mapping[str, Callable[[], int]], repeats: int, seconds: float,
                         warmup_s: float, clock: str = "wall") -> Dict[str, List[float]]:
     """Rates of every variant, `repeats` times, in turns (a, b, c, a, b, c, ...), per second of

@@ -109,14 +109,6 @@ def make_variants(length: int, rows: int, inputs_size: int, hidden: int, reset_r
             "fused_from_stored": make(from_stored(gru_unroll_from_stored))}
 
 
-def once(step: Callable[[], object]) -> Callable[[], int]:
-    """`step` as a timing step of one unit."""
-    def timed() -> int:
-        step()
-        return 1
-    return timed
-
-
 def main() -> None:
     parser = common.make_parser("gru_unroll", __doc__.split("\n\n")[0], seconds=0.5, repeats=7,
                                 warmup=0.2, seconds_help="seconds timed per variant and repeat",
@@ -143,7 +135,7 @@ def main() -> None:
         step()
         first_call_s[name] = time.perf_counter() - start
         common.progress(f"{name}: first call (tracing, compiling) {first_call_s[name]:.1f} s")
-    counted = {name: once(step) for name, step in variants.items()}
+    counted = {name: common.one_call(step) for name, step in variants.items()}
     rates = common.measure_interleaved(counted, args.repeats, args.seconds, args.warmup,
                                        args.clock)
     medians = {name: common.median(values) for name, values in rates.items()}

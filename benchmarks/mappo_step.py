@@ -71,15 +71,7 @@ def pieces(trainer: Any, sample: Any) -> Dict[str, Callable[[], int]]:
         "critic_forward": tf.function(lambda: trainer.value_loss(key, minibatch)[0]),
         "forward_backward": lambda function=tf.function(forward_backward): function(minibatch),
         "minibatch_step": tf.function(lambda: trainer.minibatch_step(key, minibatch))}
-    return {name: counted(function) for name, function in functions.items()}
-
-
-def counted(function: Callable[[], Any]) -> Callable[[], int]:
-    """`function` as a timing step of one call."""
-    def step() -> int:
-        function()
-        return 1
-    return step
+    return {name: common.one_call(function) for name, function in functions.items()}
 
 
 def main() -> None:
