@@ -150,22 +150,37 @@ class MADDPGTrainer(TrainerLoop):
         next_actions = {key: self.target_actions(key, next_observations[key]) for key in keys}
         inputs = self._critic_inputs(observations, actions, states)
         next_inputs = self._critic_inputs(next_observations, next_actions, next_states)
-        own_actions = {key: agent_actions(networks.policies[key], observations[key])
-                       for key in keys}
-        policy_inputs = self._critic_inputs(observations, actions, states, own_actions)
 
-        critic_loss = policy_loss = 0.0
+        critic_loss = 0.0
         q_values = []
         for key in keys:
             present, r_t, d_t = self.agent_rows(transitions, key)
-            critic = networks.critics[key]
-            q_tm1 = self._evaluate(critic, inputs[key])
+            q_tm1 = self._evaluate(networks.critics[key], inputs[key])
             q_t = self._evaluate(networks.target_critics[key], next_inputs[key])
             critic_loss += masked_mean(self.critic_loss(q_tm1, r_t, d_t, q_t), present)
-            policy_q = self.values(self._evaluate(critic, policy_inputs[key]))
-            policy_loss += -masked_mean(policy_q, present)
             q_values.append(masked_mean(self.values(q_tm1), present))
+        policy_loss = self.policy_loss(transitions, observations, actions, states)
         return critic_loss, policy_loss, {"q_value": tf.reduce_mean(tf.stack(q_values))}
+
+    def policy_loss(self, transitions: acme_types.Transition,
+                    observations: Mapping[str, tf.Tensor], actions: Mapping[str, tf.Tensor],
+                    states: Optional[tf.Tensor]) -> tf.Tensor:
+        """The policies' summed loss: minus each agent's critic value (`policy_values`) at its
+        own policy's action, the others' actions from replay."""
+        networks = self._networks
+        own_actions = {key: agent_actions(networks.policies[key], observations[key])
+                       for key in networks.policies}
+        policy_inputs = self._critic_inputs(observations, actions, states, own_actions)
+        loss = 0.0
+        for key in networks.policies:
+            present, _, _ = self.agent_rows(transitions, key)
+            loss += -masked_mean(self.policy_values(networks.critics[key], policy_inputs[key]),
+                                 present)
+        return loss
+
+    def policy_values(self, critic: snt.Module, inputs: tf.Tensor) -> tf.Tensor:
+        """The value per row ([B * A]) a policy ascends, of critic inputs [B, A, size]."""
+        return self.values(self._evaluate(critic, inputs))
 
     @tf.function
     def train_step(self, sample: reverb.ReplaySample) -> Dict[str, tf.Tensor]:

@@ -1,8 +1,9 @@
 """The MATD3 trainer: MADDPG's, with TD3's clipped double-Q targets, target policy smoothing and
 delayed policy and target updates."""
 
-from typing import Any, Mapping, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
+from acme import types as acme_types
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
@@ -49,6 +50,20 @@ class MATD3Trainer(MADDPGTrainer):
     def values(self, critic_output: Any) -> tf.Tensor:
         """The first critic's value per row."""
         return critic_output[..., 0]
+
+    def policy_values(self, critic: snt.Module, inputs: tf.Tensor) -> tf.Tensor:
+        """The first critic's value per row, without evaluating the second."""
+        return critic.first(merge_agents(inputs))
+
+    def policy_loss(self, transitions: acme_types.Transition,
+                    observations: Mapping[str, tf.Tensor], actions: Mapping[str, tf.Tensor],
+                    states: Optional[tf.Tensor]) -> tf.Tensor:
+        """MADDPG's policy loss on the steps that update the policies, 0 on the others (whose
+        policy gradients would be dropped: neither it nor its gradient is computed there)."""
+        return tf.cond(self._policy_update_due(),
+                       lambda: super(MATD3Trainer, self).policy_loss(transitions, observations,
+                                                                     actions, states),
+                       lambda: tf.constant(0.0))
 
     def target_actions(self, key: str, observations: tf.Tensor) -> tf.Tensor:
         """The target policy's actions with clipped Gaussian smoothing noise, within the bounds."""
