@@ -249,6 +249,7 @@ def main() -> None:
             with_replay=True, system=other, client=other_client)
     num_envs = [int(value) for value in args.num_envs.split(",") if value.strip()]
     batched_systems: Dict[Any, Any] = {}  # (name, count): (system, server, client).
+    unsplit_systems: Dict[Any, Any] = {}  # The same, of the unsplit variants.
     for count in num_envs:
         variants[ENVS_VARIANT.format(count)] = make_multi_environment_loop(count)
         for variant, systems in ((SYSTEM_VARIANT, other_systems),
@@ -278,8 +279,10 @@ def main() -> None:
                         "executor", name, seed=args.seed, num_envs_per_executor=count,
                         env=args.batched_env)
                     loop = make_unsplit_loop(count, *unsplit[::2])
-                    if loop is not None:
-                        batched_systems[(name, count, "unsplit")] = unsplit
+                    if loop is None:
+                        common.stop_local([unsplit])
+                    else:
+                        unsplit_systems[(name, count)] = unsplit
                         variants[f"{system_prefix(name)}_unsplit_{count}"] = loop
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
@@ -295,7 +298,8 @@ def main() -> None:
         variants.clear()
         gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
         common.stop_local([(system, server, client), *other_systems.values(),
-                           *recurrent_systems.values(), *batched_systems.values()])
+                           *recurrent_systems.values(), *batched_systems.values(),
+                           *unsplit_systems.values()])
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]
@@ -317,6 +321,9 @@ def main() -> None:
               **{f"{system_prefix(name)}_batched_{count}":
                  f"(d) with {name.upper()}'s executor, {count} vectorised environments, "
                  "one batched stream" for name, count in batched_systems},
+              **{f"{system_prefix(name)}_unsplit_{count}":
+                 f"(d) with {name.upper()}'s executor, {count} vectorised environments, "
+                 "never split" for name, count in unsplit_systems},
               **{f"{RECURRENT_VARIANT.format(name)}_envs_{count}":
                  f"(d) with {name.upper()}'s recurrent executor, {count} environments per executor"
                  for name in recurrent_systems for count in num_envs}}
@@ -370,6 +377,11 @@ def main() -> None:
                                         medians[f"{prefix}_vectorised_{count}"])
                     print(f"{name.upper()}, {count} vectorised environments written as one "
                           f"stream: {common.fmt(gain, 3)} x the steps/s of one stream each")
+                if (name, count) in unsplit_systems:
+                    gain = common.ratio(medians[f"{prefix}_unsplit_{count}"],
+                                        medians[f"{prefix}_batched_{count}"])
+                    print(f"{name.upper()}, {count} vectorised environments never split: "
+                          f"{common.fmt(gain, 3)} x the steps/s of the split batched loop")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

@@ -91,7 +91,8 @@ def main() -> None:
                         help="the example under examples/ (default lbf/run_mappo.py)")
     parser.add_argument("--flag", action="append", default=None,
                         help="a flag for the example (repeatable; default "
-                             "--critic=decentralised --num_envs_per_executor=16)")
+                             "--critic=decentralised --num_envs_per_executor=16; the example's "
+                             "own step limit holds unless a --max_executor_steps flag is given)")
     parser.add_argument("--seeds", type=int, default=1, help="runs, seeds 0, 1, ...")
     parser.add_argument("--target", type=float, default=0.9,
                         help="the greedy evaluation return to reach")
