@@ -93,7 +93,8 @@ def main() -> None:
                         help="a flag for the example (repeatable; default "
                              "--critic=decentralised --num_envs_per_executor=16; the example's "
                              "own step limit holds unless a --max_executor_steps flag is given)")
-    parser.add_argument("--seeds", type=int, default=1, help="runs, seeds 0, 1, ...")
+    parser.add_argument("--seeds", type=int, default=1, help="runs, seeds --first_seed, ...")
+    parser.add_argument("--first_seed", type=int, default=0)
     parser.add_argument("--target", type=float, default=0.9,
                         help="the greedy evaluation return to reach")
     parser.add_argument("--timeout_min", type=float, default=30.0,
@@ -101,7 +102,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.flag is None:
         args.flag = ["--critic=decentralised", "--num_envs_per_executor=16"]
-    runs = [run_once(seed, args) for seed in range(args.seeds)]
+    runs = [run_once(seed, args)
+            for seed in range(args.first_seed, args.first_seed + args.seeds)]
     rows = [(run["seed"], common.fmt(run["minutes_to_target"], 2),
              common.fmt(run["cpu_minutes_to_target"], 2), run["steps_to_target"],
              common.fmt(run["best_return"], 3), run["best_return_steps"],
