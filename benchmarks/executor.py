@@ -28,6 +28,10 @@ Every variant plays whole episodes (reset included) in one thread:
                    stream (`--batched`, MADQN and each of --systems whose builder
                    `writes_batched`: MAPPO's one append per batched step, items of N sequences;
                    MADQN's, VDN's, QMIX's adders sharing one writer; its own replay server)
+  executor_replay_<system>_unsplit_<N>  (d) the same written as one stream by a loop that never
+                   splits the batch (`UnsplitEnvironmentLoop`: arrays from the environment to
+                   one policy call and one block of rows per step; MAPPO/IPPO, with --batched;
+                   `--batched_env` sets the environment of both)
   executor_replay_recurrent_<system>  (d) with the recurrent executor and sequence adder of
                    MADQN, VDN, QMIX, MAPPO or IPPO (`--recurrent`, config recurrent=True: the
                    reference GRU agent, or policy and critic), as a ratio of the same system's
@@ -39,7 +43,7 @@ Each is reported as a ratio of bare_env; the systems' rows also as a ratio of (d
 import gc
 import os
 import sys
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 if __package__ in (None, ""):  # Run as a file (python benchmarks/<name>.py): find the package.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -149,6 +153,10 @@ def main() -> None:
                         help="with --vectorised, also time the vectorised executors of MADQN "
                              "and --systems whose builder writes batched writing one replay "
                              "stream for all environments")
+    parser.add_argument("--batched_env", default=None,
+                        help="with --batched, the environment id of the batched and unsplit "
+                             "variants (default: the benchmark's mpe/simple_spread_v3), e.g. "
+                             "lbf/Foraging-8x8-2p-2f-coop-v3")
     parser.add_argument("--seed", type=int, default=1)
     args = common.check_args(parser.parse_args())
     common.prepare_in_process(args.tf_threads)
@@ -208,6 +216,21 @@ def main() -> None:
                 executor)
         return lambda: sum(loop.step() for _ in range(ENVS_ITERATIONS))
 
+    from mava_systems.acting.unsplit_loop import UnsplitEnvironmentLoop
+
+    def make_unsplit_loop(num_envs: int, system: Any, client: Any) -> Optional[Callable[[], int]]:
+        """The vectorised loop that never splits the batch, where `system`'s family has one."""
+        seeds = environment_seeds(args.seed, 0, num_envs, 0, 1)
+        environment = system.vectorised_environment(num_envs)
+        executor = system.batched_executor(
+            system.builder.make_networks(), common.exploration_arguments(system, args.epsilon),
+            client, None, seeds, environment.agents)
+        if executor is None:
+            return None
+        loop = UnsplitEnvironmentLoop(environment, executor, seeds)
+        loop.run(num_steps=1)
+        return lambda: sum(loop.step() for _ in range(ENVS_ITERATIONS))
+
     random_env = factory(evaluation=False, seed=args.seed)
     variants: Dict[str, Callable[[], int]] = {
         "bare_env": bare_env_episode(args.seed),
@@ -226,6 +249,7 @@ def main() -> None:
             with_replay=True, system=other, client=other_client)
     num_envs = [int(value) for value in args.num_envs.split(",") if value.strip()]
     batched_systems: Dict[Any, Any] = {}  # (name, count): (system, server, client).
+    unsplit_systems: Dict[Any, Any] = {}  # The same, of the unsplit variants.
     for count in num_envs:
         variants[ENVS_VARIANT.format(count)] = make_multi_environment_loop(count)
         for variant, systems in ((SYSTEM_VARIANT, other_systems),
@@ -245,11 +269,21 @@ def main() -> None:
                     # Its replay may hold blocks of `count` sequences: a system (and server) of
                     # its own, stepping `count` vectorised environments per executor.
                     batched_systems[(name, count)] = common.local_madqn(
-                        "executor", name, seed=args.seed, num_envs_per_executor=count)
+                        "executor", name, seed=args.seed, num_envs_per_executor=count,
+                        env=args.batched_env)
                     batched, _, batched_client = batched_systems[(name, count)]
                     variants[f"{system_prefix(name)}_batched_{count}"] = (
                         make_multi_environment_loop(count, batched, batched_client,
                                                     vectorised=True, batched=True))
+                    unsplit = common.local_madqn(
+                        "executor", name, seed=args.seed, num_envs_per_executor=count,
+                        env=args.batched_env)
+                    loop = make_unsplit_loop(count, *unsplit[::2])
+                    if loop is None:
+                        common.stop_local([unsplit])
+                    else:
+                        unsplit_systems[(name, count)] = unsplit
+                        variants[f"{system_prefix(name)}_unsplit_{count}"] = loop
     if args.no_diagnostics:
         for name in DIAGNOSTIC:
             variants.pop(name)
@@ -264,7 +298,8 @@ def main() -> None:
         variants.clear()
         gc.collect()  # Closes the adders' streams before the server stops (else it waits ~5 s).
         common.stop_local([(system, server, client), *other_systems.values(),
-                           *recurrent_systems.values(), *batched_systems.values()])
+                           *recurrent_systems.values(), *batched_systems.values(),
+                           *unsplit_systems.values()])
 
     medians = {name: common.median(values) for name, values in rates.items()}
     bare = medians["bare_env"]
@@ -286,6 +321,9 @@ def main() -> None:
               **{f"{system_prefix(name)}_batched_{count}":
                  f"(d) with {name.upper()}'s executor, {count} vectorised environments, "
                  "one batched stream" for name, count in batched_systems},
+              **{f"{system_prefix(name)}_unsplit_{count}":
+                 f"(d) with {name.upper()}'s executor, {count} vectorised environments, "
+                 "never split" for name, count in unsplit_systems},
               **{f"{RECURRENT_VARIANT.format(name)}_envs_{count}":
                  f"(d) with {name.upper()}'s recurrent executor, {count} environments per executor"
                  for name in recurrent_systems for count in num_envs}}
@@ -339,6 +377,11 @@ def main() -> None:
                                         medians[f"{prefix}_vectorised_{count}"])
                     print(f"{name.upper()}, {count} vectorised environments written as one "
                           f"stream: {common.fmt(gain, 3)} x the steps/s of one stream each")
+                if (name, count) in unsplit_systems:
+                    gain = common.ratio(medians[f"{prefix}_unsplit_{count}"],
+                                        medians[f"{prefix}_batched_{count}"])
+                    print(f"{name.upper()}, {count} vectorised environments never split: "
+                          f"{common.fmt(gain, 3)} x the steps/s of the split batched loop")
 
     figures: Dict[str, Any] = {f"{name}_sps": medians[name] for name in rates}
     figures.update({f"{name}_ratio": common.ratio(medians[name], bare)

@@ -132,6 +132,7 @@ class TrainerLog:
         self.path = path
         # (time, trainer_steps, executor_steps, batch_wait_s or None where not logged)
         self.records: List[Tuple[float, int, int, Optional[float]]] = []
+        self.policy_lags: List[float] = []  # The rows' mean policy lag (trainer steps), as read.
         self._size = 0
 
     def poll(self, now: float) -> bool:
@@ -152,6 +153,8 @@ class TrainerLog:
         if self.records and record[1] == self.records[-1][1]:
             return False
         self.records.append(record)
+        if row.get("policy_lag"):
+            self.policy_lags.append(float(row["policy_lag"]))
         return len(self.records) == 1
 
     def record_at(self, moment: float) -> Tuple[float, int, int, Optional[float]]:
@@ -281,6 +284,8 @@ def run_once(launch_type: str, executors: int, args: Any,
         if wait_0 is not None and wait_1 is not None:
             # The share of the trainer's time its steps waited for sampled batches.
             result["trainer_batch_wait_share"] = (wait_1 - wait_0) / window
+        if log.policy_lags:
+            result["trainer_policy_lag"] = common.median(log.policy_lags[1:] or log.policy_lags)
         result.update({
             "seconds_to_first_trainer_step": start - launched,
             "executor_sps": (executor_1 - executor_0) / window,
@@ -340,6 +345,8 @@ def print_cpu_account(figures: Mapping[str, Any]) -> None:
                       for key in keys]) for group in groups]
     rows.append(("trainer: share of its time waiting for batches", *[
         common.fmt(figures[key].get("trainer_batch_wait_share"), 2) for key in keys]))
+    rows.append(("trainer: median policy lag of its logged batches (trainer steps)", *[
+        common.fmt(figures[key].get("trainer_policy_lag"), 2) for key in keys]))
     rows.append(("load average (1 min)", *[common.fmt(figures[key]["load_average"], 2)
                                            for key in keys]))
     common.print_table("CPU account: ms of CPU per executor step (cores busy), per node group, "
@@ -477,6 +484,8 @@ def main() -> None:
         entry["load_average"] = common.median([result.get("load_average") for result in results])
         entry["trainer_batch_wait_share"] = common.median(
             [result.get("trainer_batch_wait_share") for result in good])
+        entry["trainer_policy_lag"] = common.median(
+            [result.get("trainer_policy_lag") for result in good])
         entry["unclean_stops"] = sum(not result["stop"]["clean"] for result in results)
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results

@@ -26,7 +26,7 @@ overlapping sequences, each trained on once; MAPPO's, and single-agent IMPALA's)
 """
 
 import functools
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type
 
 from acme import adders
 from acme import specs as acme_specs
@@ -213,6 +213,16 @@ class MultiAgentBuilder:
         """One adder per environment of a vectorised executor, all writing one replay stream
         (where `writes_batched`)."""
         raise NotImplementedError(f"{type(self).__name__} writes one stream per environment")
+
+    def make_batched_executor(self, networks: Any, replay_client: Optional[reverb.Client],
+                              variable_client: Any, seeds: Sequence[int], agents: Sequence[str],
+                              evaluation: bool = False, **exploration: Any) -> Optional[Any]:
+        """An executor acting for and writing a batched environment's `len(seeds)` environments
+        in arrays (`acting.unsplit_loop.BatchedExecutor`; with `evaluation`, acting as
+        `make_evaluation_executor` does), or None where the family has none (its executors then
+        split the batch into environments)."""
+        del networks, replay_client, variable_client, seeds, agents, evaluation, exploration
+        return None
 
     def unpack_replay_items(self) -> Optional[Callable[[tf.Tensor], Any]]:
         """How the trainer turns a batch of stored items into its nest (None: as stored)."""
@@ -452,10 +462,16 @@ class SequenceQueueBuilder(MultiAgentBuilder):
                             ) -> List[adders.Adder]:
         """The lanes of one `BatchedSequenceWriter`: `make_adder`'s sequences of `num_envs`
         environments (which must be `envs_per_item`) in blocks, one append per batched step."""
+        return self.make_batched_writer(replay_client, num_envs).lanes
+
+    def make_batched_writer(self, replay_client: reverb.Client, num_envs: int
+                            ) -> BatchedSequenceWriter:
+        """`make_adder`'s sequences of `num_envs` environments (which must be `envs_per_item`)
+        written in blocks, one append per batched step."""
         if num_envs != self.envs_per_item:
             raise ValueError(f"batched adders for {num_envs} environments, but the queue holds "
                              f"blocks of {self.envs_per_item}")
         return BatchedSequenceWriter(
             StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
             sequence_length=self.config.sequence_length,
-            period=self.config.sequence_length - 1).lanes
+            period=self.config.sequence_length - 1)

@@ -52,6 +52,7 @@ from mava_systems.nodes.counting import ExecutorCounter
 from mava_systems.nodes.lifecycle import call_unless_stopped
 from mava_systems.acting.multi_environment import (MultiEnvironmentExecutor,
                                                    MultiEnvironmentLoop, environment_seeds)
+from mava_systems.acting.unsplit_loop import BatchedEvaluationRounds, UnsplitEnvironmentLoop
 from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
 from mava_systems.config import vectorised_choice
 from mava_systems.specs import MAEnvironmentSpec, network_keys
@@ -330,19 +331,50 @@ class MultiAgentSystem(DistributedSystem):
             environment = self._environment_factory(evaluation=False, seed=seeds[0])
             return self.executor_loop(environment, executor, executor_counter, label,
                                       extra_log_fn=lambda: self.executor_log_values(executor))
-        executor = self.multi_environment_executor(networks, exploration, replay,
-                                                   variable_client, seeds,
-                                                   batched=self.writes_batched)
+        vectorised = self.vectorised_environment(num_envs) if self._vectorised else None
+        unsplit = (self.batched_executor(networks, exploration, replay, variable_client, seeds,
+                                         vectorised.agents) if vectorised is not None else None)
+        executor = unsplit or self.multi_environment_executor(
+            networks, exploration, replay, variable_client, seeds, batched=self.writes_batched)
         executor.num_steps = start_step // num_envs
         loop_options = dict(counter=executor_counter,
                             logger=self.node_logger(label, "executor_steps"),
                             extra_log_fn=lambda: self.executor_log_values(executor),
                             step_limit=self._max_executor_steps, steps_key=self.steps_key)
-        if self._vectorised:
-            return VectorisedEnvironmentLoop(self.vectorised_environment(num_envs), executor, seeds,
+        if unsplit is not None:
+            return UnsplitEnvironmentLoop(vectorised, unsplit, seeds, **loop_options)
+        if vectorised is not None:
+            return VectorisedEnvironmentLoop(vectorised, executor, seeds,
                                              **loop_options)
         environments = [self._environment_factory(evaluation=False, seed=seed) for seed in seeds]
         return MultiEnvironmentLoop(environments, executor, **loop_options)
+
+    def batched_executor(self, networks: Any, exploration: Dict[str, Any], replay: Any,
+                         variable_client: Any, seeds: Sequence[int], agents: Sequence[str]
+                         ) -> Optional[Any]:
+        """The executor of a vectorised environment (with `agents`) that never splits the batch
+        (the builder's `make_batched_executor`, see `acting/unsplit_loop.py`), where the
+        executors write batched and the family has one; else None."""
+        if not self.writes_batched:
+            return None
+        return self.builder.make_batched_executor(networks, replay, variable_client, seeds,
+                                                  agents, **exploration)
+
+    def batched_evaluation_rounds(self, executor: Any, variable_client: Any, seed: int,
+                                  episodes: int, counter: Any) -> Optional[BatchedEvaluationRounds]:
+        """The evaluator's rounds of `episodes` greedy episodes at once on a vectorised
+        environment (environment i from seed `seed + i`), acting with `executor`'s networks
+        (those `variable_client` updates), where executors step vectorised environments and the
+        family has a batched executor; else None."""
+        if not self._vectorised:
+            return None
+        seeds = [(seed + index) % 2**31 for index in range(episodes)]
+        environment = self.vectorised_environment(episodes)
+        batched = self.builder.make_batched_executor(executor.networks, None, variable_client,
+                                                     seeds, environment.agents, evaluation=True)
+        if batched is None:
+            return None
+        return BatchedEvaluationRounds(environment, batched, seeds, counter)
 
     @property
     def writes_batched(self) -> bool:

@@ -79,6 +79,19 @@ class EpisodeStatistics:
         self._end: Optional[float] = None
         self.steps = 0
 
+    @classmethod
+    def finished(cls, agents: Sequence[str], start: float, end: float, returns: Sequence[float],
+                 lengths: Sequence[int], steps: int) -> "EpisodeStatistics":
+        """The statistics of an episode another loop kept (per agent `returns` and `lengths`,
+        in `agents`' order), ended at `end`."""
+        episode = cls.__new__(cls)
+        episode._start, episode._end = float(start), float(end)
+        episode._agents = list(agents)
+        episode._returns = [float(value) for value in returns]
+        episode._lengths = [int(value) for value in lengths]
+        episode.steps = int(steps)
+        return episode
+
     def before_step(self, timestep: dm_env.TimeStep) -> None:
         """Notes which agents may act from `timestep` (the one actions are chosen from)."""
         observations, lengths = timestep.observation, self._lengths

@@ -56,7 +56,7 @@ class VectorisedEnvironmentLoop:
         self._executor = executor
         self._seeds = [int(seed) for seed in seeds]
         self._agents = list(environment.agents)
-        self._with_extras = executor.observes_extras
+        self._with_extras = getattr(executor, "observes_extras", False)
         # Per environment: its last timestep and extras, its running episode (None: none).
         self._timesteps: List[Optional[Tuple[dm_env.TimeStep, Dict[str, Any]]]] = [None] * count
         self._episodes: List[Optional[EpisodeStatistics]] = [None] * count
@@ -72,11 +72,10 @@ class VectorisedEnvironmentLoop:
         taken = 0
         try:
             self.counting.read_first_counts()
-            if self._timesteps[0] is None:  # Not yet reset (a later `run` continues).
+            if not self._reset_done():  # A later `run` continues.
                 self._receive(self._call("reset", self._seeds), actions=None)
             while num_steps is None or taken < num_steps:
-                if not any(episode is not None for episode in self._episodes) and all(
-                        self._finished):
+                if self._idle():
                     self.counting.settle()
                     self.counting.wait_at_the_limit()
                     return
@@ -88,6 +87,14 @@ class VectorisedEnvironmentLoop:
             self.counting.close()
             if self._stop_event.is_set():
                 close_this_threads_writers()
+
+    def _reset_done(self) -> bool:
+        """Whether the environments were reset (by an earlier `run`)."""
+        return self._timesteps[0] is not None
+
+    def _idle(self) -> bool:
+        """Whether no environment runs an episode nor may start one (the limit was reached)."""
+        return not any(episode is not None for episode in self._episodes) and all(self._finished)
 
     def step(self) -> int:
         """One policy call and one batched step of every environment; returns how many

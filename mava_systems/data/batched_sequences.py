@@ -104,6 +104,15 @@ class BatchedSequenceWriter:
             while self._lanes_with_rows == len(self._rows):
                 self._append(stack_rows([self._pop(index) for index in range(len(self._rows))]))
 
+    def append_block(self, step: Any) -> None:
+        """Appends one stacked row holding every lane's (leaves `[num_lanes, ...]`), as `push`
+        would once each lane had pushed its row: for a writer fed by blocks only (no lane may
+        hold queued rows)."""
+        if self._lanes_with_rows:
+            raise ValueError("append_block with lanes' rows queued: feed a writer either by "
+                             "lanes or by blocks")
+        self._append(step)
+
     def flush(self) -> None:
         """Waits until every item written so far is in replay."""
         if self._writer is not None:

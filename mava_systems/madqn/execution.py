@@ -114,6 +114,16 @@ class MADQNExecutor:
         return getattr(self._networks, "q_networks", {})
 
     @property
+    def networks(self) -> Any:
+        """The networks this executor acts with (and its variable client updates)."""
+        return self._networks
+
+    @property
+    def stacker(self) -> AgentStacker:
+        """How this executor stacks its agents per network."""
+        return self._stacker
+
+    @property
     def acts_in_numpy(self) -> bool:
         """Whether this executor acts through NumPy twins of its networks (else in TensorFlow)."""
         return self._numpy_networks is not None

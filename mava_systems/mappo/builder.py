@@ -1,7 +1,7 @@
 """Makes MAPPO's parts: the on-policy sequence queue and adder (see `SequenceQueueBuilder`), and
 MAPPO's own networks, executors and trainer."""
 
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Sequence
 
 from acme import specs as acme_specs
 from acme.tf import variable_utils
@@ -11,6 +11,7 @@ import reverb
 
 from mava_systems.nodes.variables import VersionedVariableClient
 from mava_systems.builders import SequenceQueueBuilder
+from mava_systems.mappo.batched_execution import BatchedMAPPOExecutor
 from mava_systems.mappo.execution import (AGENTS, CRITIC_STATE, POLICY_STATE, MAPPOExecutor,
                                           RecurrentMAPPOExecutor)
 from mava_systems.mappo.networks import MAPPONetworks, make_networks
@@ -130,6 +131,24 @@ class MAPPOBuilder(SequenceQueueBuilder):
                                  seed: int = 0) -> MAPPOExecutor:
         """An executor taking each policy's most likely action, writing nothing."""
         return self._executor(networks, variable_client=variable_client, seed=seed, greedy=True)
+
+    def make_batched_executor(self, networks: MAPPONetworks, replay_client: Any,
+                              variable_client: Any, seeds: Sequence[int], agents: Sequence[str],
+                              evaluation: bool = False, **exploration: Any
+                              ) -> Optional[BatchedMAPPOExecutor]:
+        """The B environments' executor writing blocks in arrays (see `BatchedMAPPOExecutor`),
+        for MAPPO's own executors only (a subclass's executor splits the batch); greedy with
+        `evaluation`; with no `replay_client` it writes nothing."""
+        del exploration  # MAPPO explores by sampling its policies.
+        if self.executor_class_to_use() not in (MAPPOExecutor, RecurrentMAPPOExecutor):
+            return None
+        actor = self._executor(networks, variable_client=variable_client, seed=list(seeds),
+                               greedy=evaluation)
+        writer = (None if replay_client is None
+                  else self.make_batched_writer(replay_client, len(seeds)))
+        return BatchedMAPPOExecutor(actor, writer, agents, len(seeds),
+                                    stores_state=bool(self.replay_environment_extras_spec()),
+                                    centralised=self.centralised)
 
     def _executor(self, networks: MAPPONetworks, **kwargs: Any) -> MAPPOExecutor:
         if self.recurrent:

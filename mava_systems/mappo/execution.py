@@ -262,19 +262,21 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
                 global_state = np.concatenate([
                     np.asarray(stacked[key].observation, np.float32).reshape(-1)
                     for key in sorted(stacked)])
-        inputs = self.critic_inputs(stacked, global_state)
-        states = self.critic_states.current
+        new_states = self.stepped_critic_states(self.critic_inputs(stacked, global_state),
+                                                self.critic_states.current, new_episode)
+        self.critic_states.advance(new_states, self.critic_present_rows(stacked))
+
+    def stepped_critic_states(self, inputs: Mapping[str, np.ndarray], states: Mapping[str, Any],
+                              new_episode: bool = False) -> Dict[str, Any]:
+        """Every critic's new states after seeing `inputs` from `states` (rows by critic key),
+        as NumPy arrays: through the NumPy twins when acting in NumPy, else compiled."""
         if self._numpy_critics is not None:
             self._numpy_critics.sync(new_episode)
-            new_states = {key: self._numpy_critics[key](inputs[key], states[key])[1]
-                          for key in inputs}
-        else:
-            if self._critic_step is None:
-                self._critic_step = tf.function(lambda inputs, states: {
-                    key: self._networks.critics[key](inputs[key], states[key])[1]
-                    for key in inputs})
-            new_states = tree.map_structure(np.asarray, self._critic_step(inputs, states))
-        self.critic_states.advance(new_states, self.critic_present_rows(stacked))
+            return {key: self._numpy_critics[key](inputs[key], states[key])[1] for key in inputs}
+        if self._critic_step is None:
+            self._critic_step = tf.function(lambda inputs, states: {
+                key: self._networks.critics[key](inputs[key], states[key])[1] for key in inputs})
+        return tree.map_structure(np.asarray, self._critic_step(dict(inputs), dict(states)))
 
     def critic_inputs(self, stacked: Mapping[str, OLT], global_state: Optional[np.ndarray]
                       ) -> Dict[str, np.ndarray]:

@@ -52,9 +52,13 @@ def make_evaluator(system: Any, variable_source: Any, counter: Any) -> Any:
     executor = FixedVariables(executor)
     # Synced at every episode: a round logs the counts as they stand when it ends.
     evaluator_counter = counting.Counter(counter, prefix="evaluator", time_delta=0.0)
-    loop = FixedSeedLoop(
-        lambda: system.environment_factory(evaluation=True, seed=seed),
-        lambda environment: EnvironmentLoop(environment, executor, evaluator_counter))
+    batched_rounds = getattr(system, "batched_evaluation_rounds", None)
+    loop = batched_rounds and batched_rounds(executor, variable_client, seed,
+                                             config.episodes_per_evaluation, evaluator_counter)
+    if loop is None:
+        loop = FixedSeedLoop(
+            lambda: system.environment_factory(evaluation=True, seed=seed),
+            lambda environment: EnvironmentLoop(environment, executor, evaluator_counter))
     take, load = snapshot_functions(variable_source, variable_client)
     by_steps = config.evaluates_by_steps
     evaluator = Evaluator(loop, variable_client.update_and_wait, evaluator_counter,
