@@ -20,7 +20,7 @@ ENV = "debug/line_world_v0"
 TIMING = re.compile(r"per_second|time|_s$|wait")
 # Counts of other nodes in a node's rows: where they stood when the row was written (what is
 # left to make repeat, see the docs).
-OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"), "evaluator": ("trainer_",)}
+OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"), "evaluator": ("trainer_", "executor_episodes")}
 
 
 def _weights(system):
@@ -62,21 +62,30 @@ def _checkpoint(run_dir):
             if name != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 
 
-def test_two_deterministic_runs_repeat_every_row_and_weight_before_training(tmp_path):
-    """Before the trainer's first step (min_replay_size above the step limit) every executor and
-    evaluator row (but for times, rates and other nodes' counts) and the trainer's weights
-    repeat."""
-    flags = [f"--env={ENV}", "--max_executor_steps=400", "--min_replay_size=1000",
-             "--evaluation_every_steps=200", "--evaluation_episodes=4", "--progress_interval_s=0",
-             "--seed=5"]
-    runs = {name: str(tmp_path / name) for name in ("first", "second")}
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        for future in [pool.submit(run_example, "classic/run_madqn.py", run_dir, *flags,
-                                   "--deterministic") for run_dir in runs.values()]:
+def _run_all(runs, flags):
+    """Runs `{run_dir: extra flags}` of examples/classic/run_madqn.py with `flags`, at once."""
+    with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+        for future in [pool.submit(run_example, "classic/run_madqn.py", run_dir, *flags, *extra)
+                       for run_dir, extra in runs.items()]:
             future.result()
+
+
+def test_two_deterministic_runs_repeat_every_row_and_weight_after_training(tmp_path):
+    """With training (the trainer takes dozens of steps from replay and the executor fetches
+    trained variables every 25 of its steps), every executor and evaluator row (but for
+    times, rates and other nodes' counts) and the final weights repeat; a run without
+    `--deterministic` differs."""
+    flags = [f"--env={ENV}", "--max_executor_steps=600", "--min_replay_size=64",
+             "--variable_update_period=25", "--evaluation_every_steps=200",
+             "--evaluation_episodes=4", "--progress_interval_s=0", "--seed=5"]
+    runs = {name: str(tmp_path / name) for name in ("first", "second", "usual")}
+    _run_all({runs["first"]: ["--deterministic"], runs["second"]: ["--deterministic"],
+              runs["usual"]: []}, flags)
     for node in ("executor_0", "evaluator"):
         first = _rows(runs["first"], node)
-        assert len(first) >= 3 and first == _rows(runs["second"], node), node
+        assert len(first) >= 4 and first == _rows(runs["second"], node), node
+        assert first != _rows(runs["usual"], node), node
     first, second = _checkpoint(runs["first"]), _checkpoint(runs["second"])
     assert first.keys() == second.keys() and any("q_network" in name for name in first)
+    assert first["num_steps/.ATTRIBUTES/VARIABLE_VALUE"] >= 40  # Trained, fetched trained.
     assert all(np.array_equal(first[name], second[name]) for name in first)
