@@ -320,11 +320,18 @@ class DistributedSystem:
             return dataset, PrioritiesToBatches(replay, dataset)
         return dataset, replay
 
+    @property
+    def evaluates_served_variables(self) -> bool:
+        """Whether the evaluator's round at step m plays the variables the one executor acted
+        with after its step m (in lockstep, evaluating by steps, with one executor)."""
+        return self.lockstep and self.evaluates_by_steps and self._num_executors == 1
+
     def lockstep_trainer(self, trainer: Any) -> Any:
-        """`trainer`, keeping the variables it serves for evaluations by steps in lockstep."""
+        """`trainer`, keeping the variables it serves for the evaluator in lockstep (see
+        `evaluates_served_variables`)."""
         if self.lockstep:
             trainer.keep_served_variables(self.config.evaluation_every_steps
-                                          if self.evaluates_by_steps else None)
+                                          if self.evaluates_served_variables else None)
         return trainer
 
     def executor_replay_and_variables(self, executor_id: int, replay: Any, variable_source: Any,

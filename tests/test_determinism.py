@@ -4,6 +4,7 @@ trained variables reach an executor (docs/experiments.md, Deterministic runs).""
 
 import concurrent.futures
 import csv
+import fractions
 import os
 import re
 
@@ -11,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.madqn import MADQN, MADQNConfig
+from mava_systems.nodes.lockstep import ServedSnapshots, TrainingSchedule
 import wrappers
 
 from program_helpers import run_example
@@ -89,3 +91,34 @@ def test_two_deterministic_runs_repeat_every_row_and_weight_after_training(tmp_p
     assert first.keys() == second.keys() and any("q_network" in name for name in first)
     assert first["num_steps/.ATTRIBUTES/VARIABLE_VALUE"] >= 40  # Trained, fetched trained.
     assert all(np.array_equal(first[name], second[name]) for name in first)
+
+
+def test_training_schedule_allows_exactly_the_steps_whose_items_were_read():
+    """Step k needs `items_before(k)` items; `steps_with(n)` is the last step n items allow."""
+    schedule = TrainingSchedule(64, fractions.Fraction(256 // 4) / fractions.Fraction(32.0))
+    assert [schedule.items_before(step) for step in (1, 2, 3)] == [64, 66, 68]
+    for items in range(200):
+        steps = schedule.steps_with(items)
+        assert steps == 0 or schedule.items_before(steps) <= items
+        assert schedule.items_before(steps + 1) > items
+    on_policy = TrainingSchedule(4, 4)
+    assert [on_policy.steps_with(items) for items in (3, 4, 7, 8)] == [0, 1, 1, 2]
+
+
+def test_served_variables_are_those_held_at_each_evaluated_step():
+    """The evaluator of step m gets the variables of the executor's last fetch at or before m,
+    and only those an evaluation may still ask for are kept."""
+    served = ServedSnapshots(every_steps=100)
+    for step in range(0, 260, 25):
+        served.add(step, ["q"], step)
+    assert served.at(0, ["q"]) == 0
+    assert served.at(100, ["q"]) == 100 and served.at(200, ["q"]) == 200
+    # Between evaluations, only the latest fetch and the last one before each step still to be
+    # asked for are kept.
+    assert [entry[0] for entry in served._snapshots] == [200, 250]
+    try:
+        served.at(300, ["other"])
+    except ValueError as error:
+        assert "other" in str(error)
+    else:
+        raise AssertionError("variables of other names were served")

@@ -65,7 +65,7 @@ def make_evaluator(system: Any, variable_source: Any, counter: Any) -> Any:
                           videos=system.evaluation_videos(executor), load_variables=load)
     if not by_steps:
         return evaluator
-    if system.lockstep and system.num_executors == 1:
+    if system.evaluates_served_variables:
         # The variables the executor acted with at each step (see nodes/lockstep.py).
         keys = list(variable_client._keys)  # pylint: disable=protected-access
         return StepEvaluator(evaluator, counter,
