@@ -1,6 +1,6 @@
-"""Deterministic runs (issue 44, what holds so far): with `--deterministic` every node builds its
-networks from the seed alone, so two runs of one seed and flags act alike until the first
-trained variables reach an executor (docs/experiments.md, Deterministic runs)."""
+"""Deterministic runs (issue 44): with `--deterministic` every node builds its networks from the
+seed alone and training and acting run in lockstep (nodes/lockstep.py), so two runs of one seed
+and flags repeat their rows and final weights (docs/experiments.md, Deterministic runs)."""
 
 import concurrent.futures
 import csv
@@ -20,8 +20,8 @@ from program_helpers import run_example
 ENV = "debug/line_world_v0"
 # Columns that measure time or speed, which no run repeats.
 TIMING = re.compile(r"per_second|time|_s$|wait")
-# Counts of other nodes in a node's rows: where they stood when the row was written (what is
-# left to make repeat, see the docs).
+# Counts of other nodes in a node's rows: where they stood when the row was written (see the
+# docs).
 OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"), "evaluator": ("trainer_", "executor_episodes")}
 
 
