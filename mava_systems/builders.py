@@ -358,7 +358,8 @@ class NStepReplayBuilder(MultiAgentBuilder):
         samples_per_insert` more items (one per step without `samples_per_insert`)."""
         config = self.config
         ratio = config.samples_per_insert
-        per_step = 1 if ratio is None else fractions.Fraction(self.batch_size) / fractions.Fraction(ratio)
+        per_step = (1 if ratio is None
+                    else fractions.Fraction(self.batch_size) / fractions.Fraction(ratio))
         return TrainingSchedule(self.replay_size_in_items(config.min_replay_size), per_step)
 
     def lockstep_buffer_capacity(self) -> Optional[int]:

@@ -22,7 +22,8 @@ ENV = "debug/line_world_v0"
 TIMING = re.compile(r"per_second|time|_s$|wait")
 # Counts of other nodes in a node's rows: where they stood when the row was written (see the
 # docs).
-OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"), "evaluator": ("trainer_", "executor_episodes")}
+OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"),
+               "evaluator": ("trainer_", "executor_episodes")}
 
 
 def _weights(system):
