@@ -76,21 +76,23 @@ def _run_all(runs, flags):
 def test_two_deterministic_runs_repeat_every_row_and_weight_after_training(tmp_path):
     """With training (the trainer takes dozens of steps from replay and the executor fetches
     trained variables every 25 of its steps), every executor and evaluator row (but for
-    times, rates and other nodes' counts) and the final weights repeat; a run without
-    `--deterministic` differs."""
-    flags = [f"--env={ENV}", "--max_executor_steps=400", "--min_replay_size=64",
-             "--variable_update_period=25", "--evaluation_every_steps=200",
-             "--evaluation_episodes=4", "--progress_interval_s=0", "--seed=5"]
+    times, rates and other nodes' counts) and the final weights repeat; the first rows of a
+    run without `--deterministic` (a short one) differ."""
+    flags = [f"--env={ENV}", "--min_replay_size=64", "--variable_update_period=25",
+             "--evaluation_every_steps=150", "--evaluation_episodes=4",
+             "--progress_interval_s=0", "--seed=5"]
     runs = {name: str(tmp_path / name) for name in ("first", "second", "usual")}
-    _run_all({runs["first"]: ["--deterministic"], runs["second"]: ["--deterministic"],
-              runs["usual"]: []}, flags)
+    _run_all({runs["first"]: ["--deterministic", "--max_executor_steps=300"],
+              runs["second"]: ["--deterministic", "--max_executor_steps=300"],
+              runs["usual"]: ["--max_executor_steps=100"]}, flags)
     for node in ("executor_0", "evaluator"):
         first = _rows(runs["first"], node)
         assert len(first) >= 3 and first == _rows(runs["second"], node), node
-        assert first != _rows(runs["usual"], node), node
+    usual = _rows(runs["usual"], "executor_0")
+    assert usual and usual != _rows(runs["first"], "executor_0")[:len(usual)]
     first, second = _checkpoint(runs["first"]), _checkpoint(runs["second"])
     assert first.keys() == second.keys() and any("q_network" in name for name in first)
-    assert first["num_steps/.ATTRIBUTES/VARIABLE_VALUE"] >= 30  # Trained, fetched trained.
+    assert first["num_steps/.ATTRIBUTES/VARIABLE_VALUE"] >= 25  # Trained, fetched trained.
     assert all(np.array_equal(first[name], second[name]) for name in first)
 
 
