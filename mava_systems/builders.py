@@ -25,6 +25,7 @@ QMIX's, MADDPG's) and `SequenceQueueBuilder` (on-policy: a FIFO queue of
 overlapping sequences, each trained on once; MAPPO's, and single-agent IMPALA's).
 """
 
+import fractions
 import functools
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type
 
@@ -43,7 +44,8 @@ from mava_systems.nodes.lifecycle import program_stop_event
 from mava_systems.data.batched_sequences import (BatchedSequenceWriter, batched_signature,
                                                  items_holding)
 from mava_systems.data.packing import ArrayPacker
-from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient,
+from mava_systems.nodes.lockstep import LockstepBatches, TrainingSchedule
+from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient, item_stream,
                                        make_trajectory_dataset)
 from mava_systems.runs.replay_checkpointing import ReplayCheckpointRequest
 from mava_systems.data.sequence_adder import STEP_MASK, ObservationExtrasSequenceAdder
@@ -136,11 +138,36 @@ class MultiAgentBuilder:
 
     def make_dataset_iterator(self, replay_client: reverb.Client) -> Iterator[reverb.ReplaySample]:
         """Batches sampled from replay, as stored (the trainer unpacks them; items of
-        `envs_per_item` environments are split into one element each), prefetched."""
+        `envs_per_item` environments are split into one element each), prefetched; with
+        `config.deterministic`, the lockstep batches (`make_lockstep_batches`)."""
+        if getattr(self.config, "deterministic", False):
+            return self.make_lockstep_batches(replay_client)
         return ReplayIterator(functools.partial(
             make_trajectory_dataset, replay_client.server_address, REPLAY_TABLE,
             self.batch_size, self.config.prefetch_size,
             self.config.dataset_parallel_calls, lanes_per_item=self.envs_per_item))
+
+    def make_lockstep_batches(self, replay_client: reverb.Client) -> LockstepBatches:
+        """The trainer's batches of a deterministic run, from replay as a queue read in order
+        (see nodes/lockstep.py): `lockstep_schedule`'s, sampled from a seeded buffer of
+        `lockstep_buffer_capacity` items (None: trained on in order)."""
+        priority_exponent = (self.config.priority_exponent
+                             if getattr(self.config, "prioritized_replay", False) else None)
+        return LockstepBatches(
+            functools.partial(item_stream, replay_client.server_address, REPLAY_TABLE,
+                              lanes_per_item=self.envs_per_item),
+            self.batch_size, self.lockstep_schedule(), self.lockstep_buffer_capacity(),
+            seed=self.config.seed, priority_exponent=priority_exponent,
+            lanes_per_item=self.envs_per_item)
+
+    def lockstep_schedule(self) -> TrainingSchedule:
+        """The items the trainer reads before each step in a deterministic run."""
+        raise NotImplementedError(f"{type(self).__name__} has no deterministic schedule")
+
+    def lockstep_buffer_capacity(self) -> Optional[int]:
+        """The trainer's own replay capacity in a deterministic run, in items (None: it trains on
+        the items in order, each once)."""
+        return None
 
     def trainer_checkpointing(self, replay_client: Optional[reverb.Client] = None
                               ) -> Callable[[Mapping[str, Any]], Checkpointing]:
@@ -336,6 +363,19 @@ class NStepReplayBuilder(MultiAgentBuilder):
         is much cheaper (see packing.py)."""
         return ArrayPacker(self.transition_signature())
 
+    def lockstep_schedule(self) -> TrainingSchedule:
+        """Training starts at `min_replay_size`, then each step reads `batch_size /
+        samples_per_insert` more items (one per step without `samples_per_insert`)."""
+        config = self.config
+        ratio = config.samples_per_insert
+        per_step = (1 if ratio is None
+                    else fractions.Fraction(self.batch_size) / fractions.Fraction(ratio))
+        return TrainingSchedule(self.replay_size_in_items(config.min_replay_size), per_step)
+
+    def lockstep_buffer_capacity(self) -> Optional[int]:
+        """The replay's capacity (`max_replay_size`), in items."""
+        return self.replay_size_in_items(self.config.max_replay_size)
+
     def make_rate_limiter(self) -> reverb.rate_limiters.RateLimiter:
         """Sampling starts at `min_replay_size` items, then keeps to `samples_per_insert`.
 
@@ -438,6 +478,10 @@ class SequenceQueueBuilder(MultiAgentBuilder):
     def batch_size(self) -> int:
         """Sequences per trainer step (`config.batch_size`)."""
         return self.config.batch_size
+
+    def lockstep_schedule(self) -> TrainingSchedule:
+        """Each step trains on the next `batch_size` sequences."""
+        return TrainingSchedule(self.batch_size, self.batch_size)
 
     def make_replay_tables(self) -> List[reverb.Table]:
         """One FIFO queue of sequences (or of blocks of `envs_per_item`): each is trained on

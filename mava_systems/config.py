@@ -232,9 +232,11 @@ class RunConfig:
     jit_compile: bool = documented(False, JIT_COMPILE_DOC)
     seed: int = bounded(0, 0, doc="Base random seed.")
     deterministic: bool = documented(
-        False, "Build every node's networks from the seed alone: runs of one seed and flags "
-               "start from the same weights in every node (docs/experiments.md, Deterministic "
-               "runs, says what else repeats and what does not yet).")
+        False, "Repeatable runs: every node's networks built from the seed alone, replay read "
+               "in order by a trainer sampling its own seeded buffer on an exact schedule, "
+               "executors fetching in lockstep with it; with one executor under local_mt, runs "
+               "of one seed and flags repeat their rows and weights (docs/experiments.md, "
+               "Deterministic runs, says what holds and what it costs).")
 
     def __post_init__(self):
         validate(self)

@@ -270,18 +270,19 @@ class MultiAgentSystem(DistributedSystem):
     # The nodes, through the builder's interface.
     def replay(self) -> List[reverb.Table]:
         """The replay tables."""
-        return self.builder.make_replay_tables()
+        return self.replay_tables(self.builder.make_replay_tables())
 
     def trainer(self, replay: reverb.Client, counter: Any) -> Any:
         """The trainer: trains the networks and serves their variables."""
         with self.seeded_construction():
             networks = self.builder.make_networks()
-            return self.builder.make_trainer(
+            dataset, replay_client = self.trainer_inputs(replay)
+            return self.lockstep_trainer(self.builder.make_trainer(
                 networks,
-                self.builder.make_dataset_iterator(replay),
-                replay_client=replay,
+                dataset,
+                replay_client=replay_client,
                 counter=counting.Counter(counter, prefix="trainer"),
-                logger=self.trainer_logger())
+                logger=self.trainer_logger()))
 
     def greedy_executor(self, variable_source: Any, seed: int) -> Tuple[Any, Any]:
         """The builder's evaluation executor following the source's variables, and its variable
@@ -309,13 +310,17 @@ class MultiAgentSystem(DistributedSystem):
         """
         with self.seeded_construction():
             networks = self.builder.make_networks()
-        variable_client = self.builder.make_variable_client(variable_source, networks)
+        num_envs = self.num_envs_per_executor
+        replay, variable_client = self.executor_replay_and_variables(
+            executor_id, replay, variable_source,
+            self.builder.make_variable_client(variable_source, networks), num_envs)
         # Start-up calls to other nodes: given up if the program stops first.
         call_unless_stopped(variable_client.update_and_wait, "first variables")
         executor_counter = ExecutorCounter(counter, executor_id,
                                            time_delta=self.executor_count_interval_s)
         start_step = call_unless_stopped(executor_counter.own_steps, "own steps", default=0)
-        num_envs = self.num_envs_per_executor
+        if self.lockstep:
+            variable_client.start_step = start_step
         seeds = environment_seeds(self.config.seed, executor_id, num_envs, start_step,
                                   RESUME_SEED_STRIDE)
         exploration = self.executor_exploration(executor_id)

@@ -104,15 +104,16 @@ class SingleAgentSystem(DistributedSystem):
 
     def replay(self):
         """The replay tables (or queue)."""
-        return self.builder.make_replay_tables()
+        return self.replay_tables(self.builder.make_replay_tables())
 
     def trainer(self, replay, counter):
         """The learner: trains from replay and serves its variables."""
         with self.seeded_construction():
-            return self.builder.make_trainer(
-                self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
-                replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
-                logger=self.trainer_logger())
+            dataset, replay_client = self.trainer_inputs(replay)
+            return self.lockstep_trainer(self.builder.make_trainer(
+                self.builder.make_networks(), dataset,
+                replay_client=replay_client, counter=counting.Counter(counter, prefix="trainer"),
+                logger=self.trainer_logger()))
 
     def greedy_executor(self, variable_source, seed):
         """The greedy executor following the source's variables, and its variable client."""
@@ -127,7 +128,9 @@ class SingleAgentSystem(DistributedSystem):
         """Actor `executor_id`: explores with its policy and writes to replay."""
         with self.seeded_construction():
             networks = self.builder.make_networks()
-        variable_client = self.builder.make_variable_client(variable_source, networks)
+        replay, variable_client = self.executor_replay_and_variables(
+            executor_id, replay, variable_source,
+            self.builder.make_variable_client(variable_source, networks))
         call_unless_stopped(variable_client.update_and_wait, "first variables")
         executor = self.builder.make_executor(
             networks, adder=self.builder.make_adder(replay), variable_client=variable_client,

@@ -25,6 +25,9 @@ from mava_systems.nodes.cacher import CacherNode
 from mava_systems.nodes.coordinator import StepLimiter
 from mava_systems.nodes.counting import CheckpointedCounter
 from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.nodes.lockstep import (InsertionTracker, LockstepBatches,
+                                         LockstepVariableClient, PrioritiesToBatches,
+                                         queue_tables)
 from mava_systems.nodes.evaluator_node import EVALUATOR_SEED_OFFSET, make_evaluator
 from mava_systems.runs.logging import TensorBoardLogger, make_logger
 from mava_systems.runs.replay_checkpointing import ReplayNode
@@ -299,6 +302,49 @@ class DistributedSystem:
         """The object of executor node `executor_id`."""
         raise NotImplementedError
 
+    # A deterministic run's lockstep mode (`config.deterministic`, see nodes/lockstep.py).
+    @property
+    def lockstep(self) -> bool:
+        """Whether training and acting run in lockstep (`config.deterministic`)."""
+        return bool(getattr(self.config, "deterministic", False))
+
+    def replay_tables(self, tables: List[reverb.Table]) -> List[reverb.Table]:
+        """The builder's `tables`, as queues read in order in lockstep."""
+        return queue_tables(tables) if self.lockstep else tables
+
+    def trainer_inputs(self, replay: reverb.Client) -> Tuple[Any, Any]:
+        """The trainer's batches (the builder's dataset iterator) and replay client (new
+        priorities go to its lockstep batches' buffer)."""
+        dataset = self.builder.make_dataset_iterator(replay)
+        if isinstance(dataset, LockstepBatches):
+            return dataset, PrioritiesToBatches(replay, dataset)
+        return dataset, replay
+
+    @property
+    def evaluates_served_variables(self) -> bool:
+        """Whether the evaluator's round at step m plays the variables the one executor acted
+        with after its step m (in lockstep, evaluating by steps, with one executor)."""
+        return self.lockstep and self.evaluates_by_steps and self._num_executors == 1
+
+    def lockstep_trainer(self, trainer: Any) -> Any:
+        """`trainer`, keeping the variables it serves for the evaluator in lockstep (see
+        `evaluates_served_variables`)."""
+        if self.lockstep:
+            trainer.keep_served_variables(self.config.evaluation_every_steps
+                                          if self.evaluates_served_variables else None)
+        return trainer
+
+    def executor_replay_and_variables(self, executor_id: int, replay: Any, variable_source: Any,
+                                      variable_client: Any, steps_per_update: int = 1
+                                      ) -> Tuple[Any, Any]:
+        """Executor `executor_id`'s replay client and variable client: in lockstep, counting
+        its items and fetching the trainer's variables they allow (`LockstepVariableClient`)."""
+        if not self.lockstep:
+            return replay, variable_client
+        tracker = InsertionTracker(replay)
+        return tracker, LockstepVariableClient(variable_client, variable_source, tracker,
+                                               executor_id, steps_per_update)
+
     def seeded_construction(self) -> Any:
         """A context in which a node builds its networks (and the trainer its optimiser): from
         the seed alone with `config.deterministic` (see `runs.determinism`), else as usual."""
@@ -333,7 +379,7 @@ class DistributedSystem:
         return program
 
     def _variable_sources(self, program: lp.Program, trainer: Any) -> Sequence[Any]:
-        if not self._num_caches:
+        if not self._num_caches or self.lockstep:  # Lockstep fetches go to the trainer.
             return [trainer]
         with program.group("cacher"):
             return [program.add_node(CacherNode(trainer)) for _ in range(self._num_caches)]

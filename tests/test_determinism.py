@@ -1,9 +1,10 @@
-"""Deterministic runs (issue 44, what holds so far): with `--deterministic` every node builds its
-networks from the seed alone, so two runs of one seed and flags act alike until the first
-trained variables reach an executor (docs/experiments.md, Deterministic runs)."""
+"""Deterministic runs (issue 44): with `--deterministic` every node builds its networks from the
+seed alone and training and acting run in lockstep (nodes/lockstep.py), so two runs of one seed
+and flags repeat their rows and final weights (docs/experiments.md, Deterministic runs)."""
 
 import concurrent.futures
 import csv
+import fractions
 import os
 import re
 
@@ -11,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from mava_systems.madqn import MADQN, MADQNConfig
+from mava_systems.nodes.lockstep import ServedSnapshots, TrainingSchedule
 import wrappers
 
 from program_helpers import run_example
@@ -18,9 +20,10 @@ from program_helpers import run_example
 ENV = "debug/line_world_v0"
 # Columns that measure time or speed, which no run repeats.
 TIMING = re.compile(r"per_second|time|_s$|wait")
-# Counts of other nodes in a node's rows: where they stood when the row was written (what is
-# left to make repeat, see the docs).
-OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"), "evaluator": ("trainer_",)}
+# Counts of other nodes in a node's rows: where they stood when the row was written (see the
+# docs).
+OTHER_NODES = {"executor_0": ("evaluator_", "trainer_"),
+               "evaluator": ("trainer_", "executor_episodes")}
 
 
 def _weights(system):
@@ -62,21 +65,63 @@ def _checkpoint(run_dir):
             if name != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 
 
-def test_two_deterministic_runs_repeat_every_row_and_weight_before_training(tmp_path):
-    """Before the trainer's first step (min_replay_size above the step limit) every executor and
-    evaluator row (but for times, rates and other nodes' counts) and the trainer's weights
-    repeat."""
-    flags = [f"--env={ENV}", "--max_executor_steps=400", "--min_replay_size=1000",
-             "--evaluation_every_steps=200", "--evaluation_episodes=4", "--progress_interval_s=0",
-             "--seed=5"]
-    runs = {name: str(tmp_path / name) for name in ("first", "second")}
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        for future in [pool.submit(run_example, "classic/run_madqn.py", run_dir, *flags,
-                                   "--deterministic") for run_dir in runs.values()]:
+def _run_all(runs, flags):
+    """Runs `{run_dir: extra flags}` of examples/classic/run_madqn.py with `flags`, at once."""
+    with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
+        for future in [pool.submit(run_example, "classic/run_madqn.py", run_dir, *flags, *extra)
+                       for run_dir, extra in runs.items()]:
             future.result()
+
+
+def test_two_deterministic_runs_repeat_every_row_and_weight_after_training(tmp_path):
+    """With training (the trainer takes dozens of steps from replay and the executor fetches
+    trained variables every 25 of its steps), every executor and evaluator row (but for
+    times, rates and other nodes' counts) and the final weights repeat; the first rows of a
+    run without `--deterministic` (a short one) differ."""
+    flags = [f"--env={ENV}", "--min_replay_size=64", "--variable_update_period=25",
+             "--evaluation_every_steps=150", "--evaluation_episodes=4",
+             "--progress_interval_s=0", "--seed=5"]
+    runs = {name: str(tmp_path / name) for name in ("first", "second", "usual")}
+    _run_all({runs["first"]: ["--deterministic", "--max_executor_steps=300"],
+              runs["second"]: ["--deterministic", "--max_executor_steps=300"],
+              runs["usual"]: ["--max_executor_steps=100"]}, flags)
     for node in ("executor_0", "evaluator"):
         first = _rows(runs["first"], node)
         assert len(first) >= 3 and first == _rows(runs["second"], node), node
+    usual = _rows(runs["usual"], "executor_0")
+    assert usual and usual != _rows(runs["first"], "executor_0")[:len(usual)]
     first, second = _checkpoint(runs["first"]), _checkpoint(runs["second"])
     assert first.keys() == second.keys() and any("q_network" in name for name in first)
+    assert first["num_steps/.ATTRIBUTES/VARIABLE_VALUE"] >= 25  # Trained, fetched trained.
     assert all(np.array_equal(first[name], second[name]) for name in first)
+
+
+def test_training_schedule_allows_exactly_the_steps_whose_items_were_read():
+    """Step k needs `items_before(k)` items; `steps_with(n)` is the last step n items allow."""
+    schedule = TrainingSchedule(64, fractions.Fraction(256 // 4) / fractions.Fraction(32.0))
+    assert [schedule.items_before(step) for step in (1, 2, 3)] == [64, 66, 68]
+    for items in range(200):
+        steps = schedule.steps_with(items)
+        assert steps == 0 or schedule.items_before(steps) <= items
+        assert schedule.items_before(steps + 1) > items
+    on_policy = TrainingSchedule(4, 4)
+    assert [on_policy.steps_with(items) for items in (3, 4, 7, 8)] == [0, 1, 1, 2]
+
+
+def test_served_variables_are_those_held_at_each_evaluated_step():
+    """The evaluator of step m gets the variables of the executor's last fetch at or before m,
+    and only those an evaluation may still ask for are kept."""
+    served = ServedSnapshots(every_steps=100)
+    for step in range(0, 260, 25):
+        served.add(step, ["q"], step)
+    assert served.at(0, ["q"]) == 0
+    assert served.at(100, ["q"]) == 100 and served.at(200, ["q"]) == 200
+    # Between evaluations, only the latest fetch and the last one before each step still to be
+    # asked for are kept.
+    assert [entry[0] for entry in served._snapshots] == [200, 250]
+    try:
+        served.at(300, ["other"])
+    except ValueError as error:
+        assert "other" in str(error)
+    else:
+        raise AssertionError("variables of other names were served")

@@ -69,4 +69,10 @@ def make_evaluator(system: Any, variable_source: Any, counter: Any) -> Any:
                           videos=system.evaluation_videos(executor), load_variables=load)
     if not by_steps:
         return evaluator
+    if system.evaluates_served_variables:
+        # The variables the executor acted with at each step (see nodes/lockstep.py).
+        keys = list(variable_client._keys)  # pylint: disable=protected-access
+        return StepEvaluator(evaluator, counter,
+                             lambda step: variable_source.served_variables(keys, step),
+                             step_limit=system.max_executor_steps, snapshot_of_step=True)
     return StepEvaluator(evaluator, counter, take, step_limit=system.max_executor_steps)

@@ -186,14 +186,9 @@ def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
     """
 
     def make_stream(_: Any = None) -> tf.data.Dataset:
-        stream = reverb.TrajectoryDataset.from_table_signature(
-            server_address=server_address, table=table,
-            max_in_flight_samples_per_worker=items_holding(batch_size, lanes_per_item),
-            rate_limiter_timeout_ms=rate_limiter_timeout_ms)
-        if lanes_per_item > 1:
-            stream = stream.map(lambda sample: lane_major_sequences(sample, lanes_per_item)
-                                ).unbatch()
-        return stream.batch(batch_size, drop_remainder=True)
+        return item_stream(server_address, table, rate_limiter_timeout_ms, lanes_per_item,
+                           items_holding(batch_size, lanes_per_item)
+                           ).batch(batch_size, drop_remainder=True)
 
     if num_parallel_calls == 1:
         dataset = make_stream()
@@ -202,3 +197,20 @@ def make_trajectory_dataset(server_address: str, table: str, batch_size: int,
             make_stream, cycle_length=num_parallel_calls, num_parallel_calls=num_parallel_calls,
             deterministic=False)
     return dataset.prefetch(prefetch_size) if prefetch_size else dataset
+
+
+def item_stream(server_address: str, table: str, rate_limiter_timeout_ms: int = -1,
+                lanes_per_item: int = 1, max_in_flight: Optional[int] = None) -> tf.data.Dataset:
+    """Single items as stored in `table` (sequences: each block of `lanes_per_item` split into
+    its sequences), ending when sampling waits longer than the timeout. Without
+    `max_in_flight`, one worker with one sample in flight: a queue's items in insertion order."""
+    ordered = max_in_flight is None
+    stream = reverb.TrajectoryDataset.from_table_signature(
+        server_address=server_address, table=table,
+        max_in_flight_samples_per_worker=1 if ordered else max_in_flight,
+        num_workers_per_iterator=1 if ordered else -1,
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+    if lanes_per_item > 1:
+        stream = stream.map(lambda sample: lane_major_sequences(sample, lanes_per_item)
+                            ).unbatch()
+    return stream

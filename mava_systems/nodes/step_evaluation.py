@@ -137,8 +137,12 @@ class StepEvaluator:
 
     def __init__(self, evaluator: Any, counter: Any, take_snapshot: Callable[[], Any],
                  step_limit: Optional[int] = None,
-                 stop_event: Optional[threading.Event] = None):
-        """`stop_event`: set when the program stops (default: the program's)."""
+                 stop_event: Optional[threading.Event] = None,
+                 snapshot_of_step: bool = False):
+        """`stop_event`: set when the program stops (default: the program's). With
+        `snapshot_of_step`, `take_snapshot(step)` is given the step it is for (e.g. a
+        deterministic run's variables as executor 0 held them then)."""
+        self._snapshot_of_step = snapshot_of_step
         self._evaluator = evaluator
         self._stop_event = stop_event
         self._counter = counter
@@ -219,7 +223,7 @@ class StepEvaluator:
 
     def _snapshot(self, step: int) -> Snapshot:
         """The source's variables now, as the snapshot of `step` (which the counter learns)."""
-        variables = self._take_snapshot()
+        variables = self._take_snapshot(step) if self._snapshot_of_step else self._take_snapshot()
         return Snapshot(step, variables, self._counter.evaluation_snapshot_taken(step))
 
     def _evaluate(self, snapshot: Snapshot) -> None:

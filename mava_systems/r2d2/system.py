@@ -3,7 +3,6 @@
 import functools
 from typing import Any, Dict, Optional
 
-from acme.utils import counting
 import launchpad as lp
 
 from mava_systems.nodes.cacher import CacherNode
@@ -71,14 +70,6 @@ class R2D2(SingleAgentSystem):
         return {**super().description(),
                 "exploration_schedules": [repr(s) for s in self.exploration_schedules]}
 
-    def trainer(self, replay, counter):
-        """The learner: trains from replay, updates priorities and serves its variables."""
-        with self.seeded_construction():
-            return self.builder.make_trainer(
-                self.builder.make_networks(), self.builder.make_dataset_iterator(replay),
-                replay_client=replay, counter=counting.Counter(counter, prefix="trainer"),
-                logger=self.trainer_logger())
-
     def executor_options(self, executor_id: int) -> Dict[str, Any]:
         """Actor `executor_id` explores with its own epsilon."""
         return {"exploration_schedule": self.exploration_schedules[executor_id]}
@@ -102,13 +93,14 @@ class R2D2(SingleAgentSystem):
                 program.add_node(lp.CourierNode(self.coordinator, counter,
                                                 evaluator_node.create_handle()))
         with program.group(self.trainer_group):
-            program.add_node(learner_node)
+            learner = program.add_node(learner_node)
         with program.group("cacher"):
             cacher = program.add_node(cacher_node)
         with program.group("evaluator"):
             program.add_node(evaluator_node)
+        source = learner if self.lockstep else cacher  # Lockstep fetches go to the learner.
         with program.group(self.executors_group):
             for executor_id in range(self._num_executors):
                 program.add_node(
-                    lp.CourierNode(self.executor, executor_id, replay, cacher, counter))
+                    lp.CourierNode(self.executor, executor_id, replay, source, counter))
         return program

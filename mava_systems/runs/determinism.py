@@ -12,8 +12,9 @@ during a construction would still change its weights.)
 TensorFlow 2.8's `tf.config.experimental.enable_op_determinism()` is not turned on: it refuses
 `tf.timestamp`, which the trainer's compiled step uses to measure its wait for batches. On
 the CPU with one thread per op pool (`--tf_threads=1`, the launchers' default) the kernels
-these systems use give the same results for the same inputs without it. What the rest of a run needs to repeat (the order of replay inserts,
-samples and variable fetches) is in docs/experiments.md, "Deterministic runs".
+these systems use give the same results for the same inputs without it. What makes the rest of
+a run repeat (replay read in order, seeded sampling, lockstep variable fetches) is in
+`mava_systems/nodes/lockstep.py`; docs/experiments.md, "Deterministic runs", says what holds.
 """
 
 import contextlib

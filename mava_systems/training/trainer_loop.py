@@ -14,6 +14,7 @@ import tensorflow as tf
 from mava_systems.nodes.counting import complete_counts
 from mava_systems.nodes.lifecycle import (ProgramStopping, keep_serving_after_stop,
                                           program_stop_event, run_watched)
+from mava_systems.nodes.lockstep import LockstepBatches, ServedSnapshots
 from mava_systems.nodes.replay import ReplayIterator
 
 # The fetch holding each sampled item's new replay priority (prioritised replay).
@@ -127,6 +128,7 @@ class TrainerLoop:
         self._counted_steps = self.num_steps  # Trainer steps already given to the counter.
         # Seconds this node's steps have waited for sampled batches (see `batch_wait_s`).
         self._batch_wait_s = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+        self._served = ServedSnapshots(None)  # See `keep_served_variables`.
 
     @property
     def state(self) -> Dict[str, Any]:
@@ -338,6 +340,35 @@ class TrainerLoop:
             self._checkpointing.save(force=True)
         finally:
             self._build_lock.release()
+
+    # A deterministic run's variable fetches (see nodes/lockstep.py).
+    def keep_served_variables(self, every_steps: Optional[int]) -> None:
+        """Keeps the variables served to executor 0 for evaluations at multiples of
+        `every_steps` (None: none; see `served_variables`)."""
+        self._served = ServedSnapshots(every_steps)
+
+    def lockstep_variables(self, names: Sequence[str], executor_id: int, executor_step: int,
+                           items: int) -> Any:
+        """The variables of `names` after every trainer step that the items executor
+        `executor_id` has inserted (`items`, all in replay) allow, once the trainer has taken
+        them (a deterministic run's fetch, from the executor's step `executor_step`).
+
+        Raises:
+          ValueError: if this trainer's batches are not lockstep ones (`config.deterministic`).
+        """
+        if not isinstance(self._dataset, LockstepBatches):
+            raise ValueError("lockstep variables need a deterministic run's trainer "
+                             "(config.deterministic)")
+        self._dataset.wait_idle(self._dataset.request(executor_id, items))
+        variables = self.get_variables(names)
+        if executor_id == 0:
+            self._served.add(executor_step, names, variables)
+        return variables
+
+    def served_variables(self, names: Sequence[str], executor_step: int) -> Any:
+        """The variables executor 0 acted with after its step `executor_step` (a deterministic
+        run's evaluation snapshot)."""
+        return self._served.at(executor_step, names)
 
     def stop_training(self, timeout_s: float = STOP_TRAINING_WAIT_S) -> int:
         """Has `run` take no further step, waits (up to `timeout_s`) for the step in progress
