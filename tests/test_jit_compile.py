@@ -71,6 +71,10 @@ def make_system(case: str, run_dir: str, **overrides: Any) -> Any:
                         run_dir=run_dir)
 
 
+# Steps of random play `fixed_batch` plays at least (or 30 episodes).
+RANDOM_PLAY_STEPS = 300
+
+
 def fixed_batch(system: Any, unpacked: bool = True) -> Any:
     """One batch sampled from a replay of random play (unpacked as the trainer unpacks it, or
     as sampled)."""
@@ -85,8 +89,12 @@ def fixed_batch(system: Any, unpacked: bool = True) -> Any:
         executor = builder.make_executor(builder.make_networks(), **kwargs)
         loop = EnvironmentLoop(system.environment_factory(seed=0), executor,
                                stop_event=threading.Event())
+        # 30 episodes, or fewer long ones (Pendulum's have 200 steps): enough items for a batch.
+        steps = 0
         for _ in range(30):
-            loop.run_episode()
+            steps += loop.run_episode()["episode_length"]
+            if steps >= RANDOM_PLAY_STEPS:
+                break
         del loop, executor
         sample = next(builder.make_dataset_iterator(client))
         unpack = builder.unpack_replay_items()

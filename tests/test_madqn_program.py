@@ -33,11 +33,30 @@ def run_example(run_dir, *flags, launch_type="local_mt", timeout=300):
                                        *flags, launch_type=launch_type, timeout=timeout)
 
 
+# The flags of the runs `stopped_run` makes.
+STOPPED_RUN_FLAGS = ["--max_executor_steps=600", "--num_executors=2"]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory):
+    """`launch_type` -> (run_dir, output) of a fresh run with `STOPPED_RUN_FLAGS`, stopped at its
+    limit. Each launch type's run is made once, when a test first asks for it; a test that
+    launches again in it works on a copy."""
+    runs = {}
+
+    def run(launch_type):
+        if launch_type not in runs:
+            run_dir = str(tmp_path_factory.mktemp(f"stopped-{launch_type}") / "run")
+            runs[launch_type] = run_dir, run_example(run_dir, *STOPPED_RUN_FLAGS,
+                                                     launch_type=launch_type)
+        return runs[launch_type]
+
+    return run
+
+
 @pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
-def test_program_stops_at_max_executor_steps_with_logs_and_checkpoints(tmp_path, launch_type):
-    run_dir = str(tmp_path / "run")
-    output = run_example(run_dir, "--max_executor_steps=600", "--num_executors=2",
-                         launch_type=launch_type)
+def test_program_stops_at_max_executor_steps_with_logs_and_checkpoints(stopped_run, launch_type):
+    run_dir, output = stopped_run(launch_type)
 
     reached, limit = stop_count(output)
     assert limit == 600 and reached >= 600
@@ -86,35 +105,38 @@ def test_madqn_learns_the_cooperative_line_world(tmp_path):
     assert evaluations[0]["ci95_low"] <= evaluations[0]["mean_return"] <= evaluations[0]["ci95_high"]
 
 
-def test_rerunning_in_the_same_run_dir_resumes_counts_and_weights(tmp_path):
+def test_rerunning_in_the_same_run_dir_resumes_counts_and_weights(stopped_run, tmp_path):
+    # The first part: the local_mt run of 600 steps (a copy; the other tests keep it).
+    first_run_dir, first = stopped_run("local_mt")
     run_dir = str(tmp_path / "run")
-    first = run_example(run_dir, "--max_executor_steps=500")
+    shutil.copytree(first_run_dir, run_dir)
     assert "Starting a fresh run" in first
     first_trainer_steps = int(read_csv(run_dir, "trainer")[-1]["trainer_steps"])
 
-    second = run_example(run_dir, "--max_executor_steps=1000", "--learning_rate=0.0005")
+    flags = ["--num_executors=2"]
+    second = run_example(run_dir, *flags, "--max_executor_steps=900", "--learning_rate=0.0005")
     match = re.search(r"Resuming the run in .* from trainer step (\d+) \(.*executor_steps=(\d+)",
                       second)
     assert match, second[-3000:]
     assert int(match.group(1)) >= first_trainer_steps > 0
-    assert int(match.group(2)) >= 500
+    assert int(match.group(2)) >= 600
     assert "Changed since the last launch: config.learning_rate, max_executor_steps" in second
     reached, limit = stop_count(second)
-    assert limit == 1000 and reached >= 1000
-    # The counter continued: the second part took about 500 steps, not 1000.
+    assert limit == 900 and reached >= 900
+    # The counter continued: the second part took about 300 steps, not 900.
     assert "trainer: restored from checkpoint" in second
     trainer_rows = read_csv(run_dir, "trainer")
     assert int(trainer_rows[-1]["trainer_steps"]) > int(match.group(1))
 
     with pytest.raises(AssertionError, match="cannot continue"):
-        run_example(run_dir, "--max_executor_steps=1000", "--hidden_sizes=32")
+        run_example(run_dir, *flags, "--max_executor_steps=900", "--hidden_sizes=32")
 
     # A damaged latest trainer checkpoint: the run resumes from the one before, saying so.
     trainer_checkpoints = os.path.join(run_dir, "checkpoints", "trainer")
     saved = sorted(glob.glob(os.path.join(trainer_checkpoints, "ckpt-*.data-*")))
     assert len(saved) == 3  # The first part's initial state, then one save per part.
     truncate(saved[-1])
-    fallback = run_example(run_dir, "--max_executor_steps=1100")
+    fallback = run_example(run_dir, *flags, "--max_executor_steps=1000")
     assert f"skipping checkpoint {saved[-1].split('.data')[0]} cannot be read" in fallback
     assert f"from trainer step {int(match.group(1))} " in fallback  # The first part's last save.
 
@@ -122,7 +144,7 @@ def test_rerunning_in_the_same_run_dir_resumes_counts_and_weights(tmp_path):
     for data_file in glob.glob(os.path.join(trainer_checkpoints, "ckpt-*.data-*")):
         truncate(data_file)
     with pytest.raises(AssertionError) as failure:
-        run_example(run_dir, "--max_executor_steps=1200")
+        run_example(run_dir, *flags, "--max_executor_steps=1100")
     assert re.search(r"error: no checkpoint in \S+trainer can be restored: checkpoint \S+ckpt-",
                      str(failure.value)), str(failure.value)
     assert "Traceback" not in str(failure.value)
@@ -230,11 +252,11 @@ def saved_replay_size(run_dir, replay_checkpoint):
 @pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
 def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, launch_type):
     run_dir = str(tmp_path / "run")
-    # A limit the first part cannot reach before its two checkpoints (at 2,000+ steps/s it
+    flags = ["--checkpoint_interval_s=2", "--num_executors=2"]
+    # A limit the first part never reaches before its two checkpoints (at 2,000+ steps/s it
     # reached 4,000 first once).
-    limit_steps = 8000
-    flags = [f"--max_executor_steps={limit_steps}", "--checkpoint_interval_s=2", "--num_executors=2"]
     first_output = kill_after_checkpoints(example_command(run_dir, *flags,
+                                                          "--max_executor_steps=100000",
                                                           launch_type=launch_type),
                                           run_dir, tmp_path / "first.log", min_steps=1200)
     executed_before_kill = max(int(row["executor_steps"]) for executor_id in (0, 1)
@@ -248,7 +270,10 @@ def test_a_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path, la
     saved_sizes = saved_replay_size(run_dir, status.replay_checkpoint)
     assert saved_sizes[REPLAY_TABLE] >= 100
 
-    second = run_example(run_dir, *flags, launch_type=launch_type)
+    # The second part runs 300 steps past the saved count.
+    limit_steps = int(status.counts["executor_steps"]) + 300
+    second = run_example(run_dir, *flags, f"--max_executor_steps={limit_steps}",
+                         launch_type=launch_type)
     assert f"from trainer step {status.trainer_steps} " in second, second[:2000]
     assert f"executor_steps={int(status.counts['executor_steps'])}" in second
     with open(os.path.join(run_dir, "checkpoints", "replay_restore.json")) as restore_file:

@@ -43,11 +43,11 @@ def test_four_environments_per_executor_stop_exactly_and_resume(tmp_path):
     assert all(int(row["episode_length"]) == EPISODE_LENGTH for row in rows)
     assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 0
 
-    resumed = run_example(run_dir, "--max_executor_steps=800")
+    resumed = run_example(run_dir, "--max_executor_steps=600")
     reached, limit = stop_count(resumed)
     counts = read_status(run_dir).counts
-    assert limit == 800
-    assert 800 <= int(counts["executor_steps"]) <= 800 - 1 + NUM_ENVS * EPISODE_LENGTH
+    assert limit == 600
+    assert 600 <= int(counts["executor_steps"]) <= 600 - 1 + NUM_ENVS * EPISODE_LENGTH
     assert int(counts["executor_episodes"]) == int(counts["executor_steps"]) // EPISODE_LENGTH
     assert int(counts["executor_0_steps"]) == int(counts["executor_steps"])
 
@@ -84,9 +84,9 @@ def test_four_vectorised_lbf_environments_stop_exactly_and_resume(tmp_path):
     assert int(read_csv(run_dir, "trainer")[-1]["trainer_steps"]) > 0
 
     resumed = program_helpers.run_example(os.path.join("lbf", "run_mappo.py"), run_dir, *flags,
-                                          "--max_executor_steps=800")
-    assert stop_count(resumed)[1] == 800
-    assert assert_every_environment_step_counted(run_dir, 800) > first_steps
+                                          "--max_executor_steps=700")
+    assert stop_count(resumed)[1] == 700
+    assert assert_every_environment_step_counted(run_dir, 700) > first_steps
 
 
 @pytest.mark.parametrize("script, flags, loss", [

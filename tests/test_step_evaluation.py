@@ -149,7 +149,7 @@ def test_rows_fall_at_every_multiple_with_the_variables_of_that_step(slow):
 @pytest.mark.parametrize("launch_type", ["local_mt", "local_mp"])
 def test_a_program_evaluates_at_exactly_every_multiple_and_at_its_limit(tmp_path, launch_type):
     """MADQN (2 executors) on the line world with the default schedule (by steps):
-    evaluator rows at 0, 200, ..., 1000 exactly, the last the final round; each of the same
+    evaluator rows at 0, 100, ..., 500 exactly, the last the final round; each of the same
     number of episodes; the trainer counts of the evaluated variables never going back."""
     import program_helpers
     from program_helpers import read_csv
@@ -157,11 +157,11 @@ def test_a_program_evaluates_at_exactly_every_multiple_and_at_its_limit(tmp_path
     run_dir = str(tmp_path / "run")
     program_helpers.run_example(
         "mpe/run_madqn.py", run_dir, "--env=debug/line_world_v0", "--min_replay_size=100",
-        "--batch_size=32", "--n_step=3", "--num_executors=2", "--max_executor_steps=1000",
-        "--evaluation_every_steps=200", "--evaluation_episodes=3", "--progress_interval_s=0",
+        "--batch_size=32", "--n_step=3", "--num_executors=2", "--max_executor_steps=500",
+        "--evaluation_every_steps=100", "--evaluation_episodes=3", "--progress_interval_s=0",
         launch_type=launch_type)
     rows = read_csv(run_dir, "evaluator")
-    assert [int(row["executor_steps"]) for row in rows] == [0, 200, 400, 600, 800, 1000]
+    assert [int(row["executor_steps"]) for row in rows] == [0, 100, 200, 300, 400, 500]
     assert [row["final"] for row in rows] == ["0"] * 5 + ["1"]
     assert [int(row["evaluator_episodes"]) for row in rows] == [3, 6, 9, 12, 15, 18]
     trainer_steps = [int(row["trainer_steps"]) for row in rows]
