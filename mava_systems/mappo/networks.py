@@ -304,32 +304,29 @@ def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[s
         heads[key] = make_head(action_spec)
         policy, critic = network_factory(observation_spec, action_spec, critic_input_specs[key])
         check_recurrent(key, "policy", policy, recurrent)
-        check_recurrent(key, "critic", critic, recurrent_critic, recurrent)
+        check_recurrent(key, "critic", critic, recurrent_critic,
+                        "recurrent_critic" if recurrent else "recurrent")
         check_outputs(key, policy, critic, observation_spec, action_spec, critic_input_specs[key])
         policies[key], critics[key] = policy, critic
     return MAPPONetworks(policies, critics, heads, dict(agent_networks))
 
 
 def check_recurrent(key: str, role: str, network: snt.Module, recurrent: bool,
-                    recurrent_policy: Optional[bool] = None) -> None:
+                    switch: str = "recurrent") -> None:
     """Raises ValueError if network `key`'s `network` (its `role`: "policy" or "critic") is, or
-    is not, a recurrent core against the config: `recurrent` (a critic's: `recurrent_critic`,
-    beside the policy's `recurrent_policy`)."""
-    switch = "recurrent" if recurrent_policy is None else "recurrent_critic"
+    is not, a recurrent core against the config's `switch` setting (`recurrent`, or
+    `recurrent_critic` for the critic of recurrent policies), whose value is `recurrent`."""
     if is_recurrent(network) and not recurrent:
-        fix = ("set the config's recurrent=True to train it on chunks with their stored states"
-               if switch == "recurrent" or not recurrent_policy else
-               "set the config's recurrent_critic=True to train it on chunks with its stored "
-               "states")
         raise ValueError(
             f"network {key!r}'s {role} ({type(network).__name__}) is a recurrent core (an "
-            f"snt.RNNCore, called with a state): {fix}")
+            f"snt.RNNCore, called with a state): set the config's {switch}=True to train it "
+            "on chunks with its stored states")
     if recurrent and not is_recurrent(network):
-        given = "recurrent=True" if switch == "recurrent" else "recurrent_critic=True and recurrent=True"
+        given = " and ".join(dict.fromkeys([f"{switch}=True", "recurrent=True"]))
         raise ValueError(
             f"the config has {given}, but network {key!r}'s {role} "
             f"({type(network).__name__}) is not a recurrent core: give a network_factory "
-            f"returning {'a recurrent ' + role} (an snt.RNNCore), or leave it None for the "
+            f"returning a recurrent {role} (an snt.RNNCore), or leave it None for the "
             "reference networks")
 
 
