@@ -4,10 +4,12 @@ the feedforward step's on the same batch.
     .venv/bin/python -m benchmarks.mappo_step [--system ippo --repeats 5 --seconds 1 --clock cpu]
 
 Feedforward and recurrent MAPPO (or IPPO with `--system ippo`; each at its config's defaults: 16 sequences of
-21 steps, 4 epochs x 2 minibatches; the recurrent one a GRU policy and critic on
-chunks from stored states) on mpe/simple_spread_v3, each trainer's replay filled
-by its own random executor. On one batch in memory, each piece is compiled alone
-and timed per call in interleaved turns:
+21 steps, 4 epochs x 2 minibatches; the recurrent ones trained on chunks from
+stored states: `recurrent`, the default layout, EPyMARL's GRU agent (one input
+layer) with an MLP critic; `recurrent_paper`, the MAPPO paper's rMAPPO layout,
+both hidden layers before the GRU and a recurrent critic) on mpe/simple_spread_v3,
+each trainer's replay filled by its own random executor. On one batch in memory,
+each piece is compiled alone and timed per call in interleaved turns:
 
   step            the trainer's compiled `train_step` (everything below, once per batch)
   prepare         one network's `prepare`: the critic over every whole sequence, the
@@ -17,8 +19,8 @@ and timed per call in interleaved turns:
   forward_backward  both losses and their gradients (one tape)
   minibatch_step  one minibatch's `minibatch_step`: the gradients and both optimizers' updates
 
-It prints milliseconds per call of each piece for both trainers and their
-ratio, and each network's multiply-adds per row and step (its weight matrices'
+It prints milliseconds per call of each piece for every trainer and the
+recurrent ones' ratios to the feedforward one, and each network's multiply-adds per row and step (its weight matrices'
 sizes): the arithmetic a row costs whatever the implementation.
 """
 
@@ -33,7 +35,12 @@ from benchmarks import common  # noqa: E402
 
 PIECES = ("step", "prepare", "policy_forward", "critic_forward", "forward_backward",
           "minibatch_step")
-KINDS = ("feedforward", "recurrent")
+# Each trainer's config beside the defaults.
+KINDS = {"feedforward": {},
+         "recurrent": {"recurrent": True},
+         "recurrent_paper": {"recurrent": True, "rnn_input_layers": None,
+                             "recurrent_critic": True}}
+RECURRENT = ("recurrent", "recurrent_paper")
 
 
 def multiply_adds(module: Any) -> int:
@@ -89,7 +96,7 @@ def main() -> None:
     common.prepare_in_process(args.tf_threads)
 
     systems = {kind: common.local_madqn("mappo_step", args.system, keep_items=True, seed=args.seed,
-                                        recurrent=kind == "recurrent") for kind in KINDS}
+                                        **config) for kind, config in KINDS.items()}
     variants: Dict[str, Callable[[], int]] = {}
     work: Dict[str, Dict[str, int]] = {}
     state = []
@@ -118,29 +125,39 @@ def main() -> None:
     medians = {name: common.median(values) for name, values in rates.items()}
     milliseconds = {name: None if not rate else 1000.0 / rate for name, rate in medians.items()}
     rows = [(name, common.fmt(milliseconds[f"feedforward/{name}"], 2),
-             common.fmt(milliseconds[f"recurrent/{name}"], 2),
-             common.fmt(common.ratio(milliseconds[f"recurrent/{name}"],
-                                     milliseconds[f"feedforward/{name}"]), 2))
+             *[common.fmt(value, 2) for kind in RECURRENT for value in (
+                 milliseconds[f"{kind}/{name}"],
+                 common.ratio(milliseconds[f"{kind}/{name}"],
+                              milliseconds[f"feedforward/{name}"]))])
             for name in PIECES]
     common.print_table(
         f"{args.system.upper()} trainer step in pieces: ms per call (median of {args.repeats} x "
         f"{args.seconds:g} s, {args.clock} clock)",
-        ["piece", "feedforward ms", "recurrent ms", "recurrent / feedforward"], rows)
+        ["piece", "feedforward ms", *[label for kind in RECURRENT
+                                      for label in (f"{kind} ms", f"{kind} / feedforward")]],
+        rows)
     total = {kind: sum(work[kind].values()) for kind in KINDS}
     common.print_table(
         "Multiply-adds per row and step (weight matrices)",
-        ["network", "feedforward", "recurrent", "recurrent / feedforward"],
-        [(role, work["feedforward"][role], work["recurrent"][role],
-          common.fmt(work["recurrent"][role] / work["feedforward"][role], 2))
+        ["network", "feedforward", *[label for kind in RECURRENT
+                                     for label in (kind, f"{kind} / feedforward")]],
+        [(role, work["feedforward"][role],
+          *[value for kind in RECURRENT for value in (
+              work[kind][role], common.fmt(work[kind][role] / work["feedforward"][role], 2))])
          for role in ("policy", "critic")]
-        + [("both", total["feedforward"], total["recurrent"],
-            common.fmt(total["recurrent"] / total["feedforward"], 2))])
-    step_ratio = common.ratio(medians["recurrent/step"], medians["feedforward/step"])
-    print(f"Recurrent over feedforward trainer steps per second: {common.fmt(step_ratio, 3)} "
-          f"(target >= 0.5); arithmetic per second, recurrent over feedforward: "
-          f"{common.fmt(None if step_ratio is None else step_ratio * total['recurrent'] / total['feedforward'], 2)}")
+        + [("both", total["feedforward"],
+            *[value for kind in RECURRENT for value in (
+                total[kind], common.fmt(total[kind] / total["feedforward"], 2))])])
+    step_ratios = {kind: common.ratio(medians[f"{kind}/step"], medians["feedforward/step"])
+                   for kind in RECURRENT}
+    for kind, step_ratio in step_ratios.items():
+        arithmetic = (None if step_ratio is None
+                      else step_ratio * total[kind] / total["feedforward"])
+        print(f"{kind} over feedforward trainer steps per second: {common.fmt(step_ratio, 3)} "
+              f"(target >= 0.5); arithmetic per second, {kind} over feedforward: "
+              f"{common.fmt(arithmetic, 2)}")
     common.emit(args, {"milliseconds": milliseconds, "multiply_adds": work,
-                       "step_ratio": step_ratio,
+                       "step_ratio": step_ratios,
                        "runs": {name: values for name, values in rates.items()}},
                 {"benchmark": "mappo_step", "system": args.system, "env": common.ENV_NAME, "unit": "ms per call"})
 

@@ -35,6 +35,19 @@ def redefault(config_class: Any, name: str, default: Any) -> Any:
     return dataclasses.field(default=default, metadata=field.metadata)
 
 
+def recorded_before(value: Any, field: Any) -> Any:
+    """`field` (a dataclass field) marked with the `value` runs recorded before it existed
+    behaved as (see `recorded_before_value`)."""
+    return dataclasses.field(default=field.default,
+                             metadata={**field.metadata, "recorded_before": value})
+
+
+def recorded_before_value(field: dataclasses.Field) -> Any:
+    """What a run recorded (in run.json) before `field` existed behaved as: its
+    `recorded_before` value, or its default if it was not marked."""
+    return field.metadata.get("recorded_before", field.default)
+
+
 SHARED_WEIGHTS_DOC = ("Agents of one type (the name before the index, e.g. adversary_0) share "
                       "networks.")
 

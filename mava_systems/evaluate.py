@@ -68,6 +68,7 @@ import sonnet as snt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from mava_systems import recording, registry  # noqa: E402
+from mava_systems.config import recorded_before_value  # noqa: E402
 from mava_systems.runs.checkpointing import (indexed_checkpoints,  # noqa: E402
                                              latest_readable_checkpoint)
 from mava_systems.acting.environment_loop import EnvironmentLoop  # noqa: E402
@@ -125,7 +126,7 @@ def load_system(run_dir: str) -> Any:
     config_class = system_class.config_class
     config_values = {}
     for field in dataclasses.fields(config_class):
-        value = description.get(f"config.{field.name}", field.default)
+        value = description.get(f"config.{field.name}", recorded_before_value(field))
         config_values[field.name] = tuple(value) if isinstance(field.default, tuple) else value
     wrappers.import_registration(description.get("environment_registration"))
     factory = wrappers.make_environment_factory(description["environment_name"],

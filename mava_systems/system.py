@@ -12,6 +12,7 @@ variables round-robin from the caches (or from the trainer when there are none).
 
 import dataclasses
 import datetime
+import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -21,6 +22,7 @@ import launchpad as lp
 import reverb
 
 from mava_systems import recording, registry
+from mava_systems.config import recorded_before_value
 from mava_systems.nodes.cacher import CacherNode
 from mava_systems.nodes.coordinator import StepLimiter
 from mava_systems.nodes.counting import CheckpointedCounter
@@ -147,6 +149,15 @@ class DistributedSystem:
                                 for key, value in dataclasses.asdict(self.config).items()})
         return description
 
+    def recorded_before(self) -> Dict[str, Any]:
+        """The description's config entries added since some runs were saved, with the value
+        those runs had (the config fields marked with `config.recorded_before`)."""
+        if not dataclasses.is_dataclass(self.config):
+            return {}
+        return {f"config.{field.name}": json.loads(json.dumps(recorded_before_value(field)))
+                for field in dataclasses.fields(self.config)
+                if "recorded_before" in field.metadata}
+
     def replay_item_description(self, table: reverb.Table) -> str:
         """What `table`'s items hold, as recorded in run.json: the repr of its signature."""
         return repr(table.info.signature)
@@ -188,7 +199,8 @@ class DistributedSystem:
             check_writable(self.run_dir)
             hold(self.run_dir)
         description = self.description()
-        changed = check_description(self.run_dir, description, self.identity_keys)
+        changed = check_description(self.run_dir, description, self.identity_keys,
+                                    self.recorded_before())
         status = read_status(self.run_dir)
         check_logs_have_checkpoints(self.run_dir, status)  # Refused before anything is written.
         check_free_space(self.run_dir)

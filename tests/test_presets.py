@@ -53,6 +53,10 @@ def test_epymarl_lbf_runs_the_seven_readme_tasks_off_and_on_policy_at_epymarls_b
     assert "systems: qmix, vdn, iql=madqn" in text and "systems: mappo, ippo" in text
     assert "qmix.exploration=linear:1,0.05,50000" in text
     assert "mappo.num_envs_per_executor=10" in text and "mappo.recurrent=true" in text
+    # EPyMARL's GRU agent beside an MLP critic; a batch of 10 episodes' steps, no minibatches.
+    for setting in ("recurrent_critic=false", "rnn_input_layers=1", "rnn_hidden_size=128",
+                    "batch_size=10", "sequence_length=51", "num_minibatches=1"):
+        assert f"ippo.{setting}" in text, setting
     assert "collecting all food gives 1.0" in text  # Units.
     # Evaluation: a round at 0, at every 50,000 steps and at the limit, then the final
     # evaluation of 10 rounds' episodes; 100 episodes of at most 50 steps each.
@@ -86,6 +90,10 @@ def test_mappo_mpe_has_the_papers_tasks_budgets_and_epochs_and_its_spread_figure
     assert parts(text) == {"spread": (5, 20_000_000), "speaker_listener": (5, 2_000_000),
                            "reference": (5, 3_000_000)}
     assert "mappo.num_envs_per_executor=128" in text and "mappo.learning_rate=0.0007" in text
+    # 128 environments x 25 steps per update in 1 minibatch; rMAPPO's layout.
+    for setting in ("batch_size=128", "sequence_length=26", "num_minibatches=1",
+                    "recurrent_critic=true", "rnn_input_layers=none"):
+        assert f"mappo.{setting}" in text, setting
     assert re.search(r"Part speaker_listener .*\n.*\n.*\n.*mappo\.num_epochs=15.*"
                      r"mappo\.shared_weights=false", text)
     assert re.search(r"Part spread .*\n.*\n.*\n.*mappo\.num_epochs=10", text)

@@ -14,14 +14,17 @@ import tree
 
 from mava_systems import mappo
 from mava_systems.acting.environment_loop import EnvironmentLoop
+from mava_systems.evaluate import load_system
+from mava_systems.happo.config import HAPPOConfig
 from mava_systems.mappo.networks import mlp_network_factory
 import wrappers
 from test_mappo import collect, train_in_process
 from test_recurrent import best_fixed_return, greedy_returns, leaving_factory
 
 MEMORY = "debug/memory_v0"
+# The MAPPO paper's layout (a recurrent critic too), whose stored critic states these tests check.
 SMALL = dict(hidden_sizes=(16,), rnn_hidden_size=16, batch_size=4, num_minibatches=2,
-             sequence_length=11, chunk_length=5, normalize_values=False)
+             sequence_length=11, chunk_length=5, normalize_values=False, recurrent_critic=True)
 
 
 def make_system(run_dir, system_class=mappo.MAPPO, env=MEMORY, factory=None, **config):
@@ -178,6 +181,44 @@ def test_chunk_unrolls_give_the_executors_log_probs_and_values(tmp_path, system_
             np.testing.assert_allclose(values[item, t], expected, atol=1e-4)
 
 
+def layer_sizes(module):
+    """The output sizes of a module's weight matrices, in order."""
+    return [int(variable.shape[1]) for variable in module.trainable_variables
+            if len(variable.shape) == 2]
+
+
+def test_the_default_layout_is_epymarls_gru_agent_with_an_mlp_critic(tmp_path):
+    """One input layer before the policy's GRU and a feedforward critic, whose states nobody
+    carries: chunk unrolls still give the executors' log-probabilities, and the MLP critic's
+    values over chunks are the sequence's."""
+    small = {**SMALL, "hidden_sizes": (16, 8), "recurrent_critic": False}
+    system = make_system(tmp_path, env="debug/line_world_v0", **small)
+    assert "critic_state" not in system.builder.sequence_environment_spec().observations
+    executor, steps = sampled_steps(system, episodes=5)
+    networks = executor._networks  # pylint: disable=protected-access
+    assert not networks.recurrent_critics and executor.critic_states is None
+    assert "critic_state" not in steps.observation
+    policy, critic = networks.policies["agent"], networks.critics["agent"]
+    assert isinstance(critic, mappo.networks.ValueCritic)
+    assert layer_sizes(policy.input_layer) == [16] and layer_sizes(critic) == [16, 8, 1]
+    trainer = system.builder.make_trainer(networks, iter([]), checkpoint=False)
+    batch = trainer.prepare("agent", steps, tf.ones([small["batch_size"]], tf.bool))
+    assert "critic_state" not in batch and batch["observation"].shape[:2] == (8, 5)
+    mask = batch["is_transition"].numpy()
+    log_probs = networks.heads["agent"].log_prob(
+        trainer.policy_outputs("agent", batch), batch["legal_actions"], batch["action"]).numpy()
+    np.testing.assert_allclose(log_probs[mask], batch["behaviour_log_prob"].numpy()[mask],
+                               atol=1e-4)
+    np.testing.assert_allclose(trainer.critic_values("agent", batch).numpy(),
+                               batch["old_values"].numpy(), atol=1e-5)
+    # The MAPPO paper's layout stays reachable by config: every hidden layer before the GRU.
+    paper = make_system(tmp_path / "paper", env="debug/line_world_v0",
+                        **{**small, "rnn_input_layers": None, "recurrent_critic": True})
+    paper_networks = paper.builder.make_networks()
+    assert layer_sizes(paper_networks.policies["agent"].input_layer) == [16, 8]
+    assert paper_networks.recurrent_critics
+
+
 def test_steps_that_are_not_transitions_contribute_nothing(tmp_path):
     # memory_v0's episodes end terminally: a final observation's step is only padding
     # (Acme's zeros for its action, log-probability, reward) and its value is never bootstrapped.
@@ -253,8 +294,18 @@ def test_bad_recurrent_input_fails_before_any_process(tmp_path):
     with pytest.raises(ValueError, match=r"recurrent=True, but network 'agent''s critic "
                                          r"\(ValueCritic\) is not a recurrent core"):
         mappo.IPPO(factory, network_factory=recurrent_policy_only,
-                   config=mappo.MAPPOConfig(critic="decentralised", recurrent=True),
+                   config=mappo.MAPPOConfig(critic="decentralised", recurrent=True,
+                                            recurrent_critic=True),
                    run_dir=str(tmp_path / "b"))
+    with pytest.raises(ValueError, match=r"network 'agent''s critic \(DeepRNN\) is a recurrent "
+                                         r"core .*set the config's recurrent_critic=True"):
+        mappo.MAPPO(factory, network_factory=user_cores,
+                    config=mappo.MAPPOConfig(recurrent=True), run_dir=str(tmp_path / "c"))
+    with pytest.raises(ValueError, match=r"rnn_input_layers \(3\) must be at most the number "
+                                         r"of hidden_sizes \(2"):
+        mappo.MAPPOConfig(recurrent=True, rnn_input_layers=3)
+    with pytest.raises(ValueError, match=r"recurrent_critic must be True with recurrent=True"):
+        HAPPOConfig(recurrent=True, recurrent_critic=False)
     with pytest.raises(ValueError, match=r"rnn_hidden_size=0 is out of range"):
         mappo.MAPPOConfig(recurrent=True, rnn_hidden_size=0)
     with pytest.raises(ValueError, match=r"chunk_length \(3\) must divide sequence_length - 1 "
@@ -270,7 +321,7 @@ def test_bad_recurrent_input_fails_before_any_process(tmp_path):
 def test_run_json_records_the_recurrent_shapes_and_a_feedforward_config_cannot_resume(tmp_path):
     factory = wrappers.make_environment_factory("debug/line_world_v0")
     run_dir = str(tmp_path / "run")
-    config = dict(recurrent=True, rnn_hidden_size=24, hidden_sizes=(32,))
+    config = dict(recurrent=True, rnn_hidden_size=24, hidden_sizes=(32,), recurrent_critic=True)
     mappo.MAPPO(factory, config=mappo.MAPPOConfig(**config), run_dir=run_dir).prepare_run_dir()
     with open(os.path.join(run_dir, "run.json")) as file:
         saved = json.load(file)
@@ -282,3 +333,33 @@ def test_run_json_records_the_recurrent_shapes_and_a_feedforward_config_cannot_r
         mappo.MAPPO(factory, config=mappo.MAPPOConfig(hidden_sizes=(32,)),
                     run_dir=run_dir).prepare_run_dir()
     mappo.MAPPO(factory, config=mappo.MAPPOConfig(**config), run_dir=run_dir).prepare_run_dir()
+
+
+def test_a_run_saved_before_the_layout_fields_is_evaluated_with_its_layout_or_refused_clearly(
+        tmp_path):
+    """Runs recorded before `rnn_input_layers` and `recurrent_critic` existed had every hidden
+    layer before the GRU and a recurrent critic: `evaluate` rebuilds that, and a resume at
+    today's defaults is refused naming the settings that continue it."""
+    factory = wrappers.make_environment_factory("debug/line_world_v0")
+    run_dir = str(tmp_path / "run")
+    old_layout = dict(recurrent=True, rnn_hidden_size=8, hidden_sizes=(16, 8),
+                      rnn_input_layers=None, recurrent_critic=True)
+    mappo.MAPPO(factory, config=mappo.MAPPOConfig(**old_layout),
+                run_dir=run_dir).prepare_run_dir()
+    path = os.path.join(run_dir, "run.json")
+    with open(path) as file:
+        saved = json.load(file)
+    del saved["config.rnn_input_layers"], saved["config.recurrent_critic"]  # As saved before.
+    with open(path, "w") as file:
+        json.dump(saved, file)
+    system = load_system(run_dir)
+    assert (system.config.rnn_input_layers, system.config.recurrent_critic) == (None, True)
+    assert system.builder.make_networks().recurrent_critics
+    new_layout = {**old_layout, "rnn_input_layers": 1, "recurrent_critic": False}
+    with pytest.raises(ValueError, match=r"cannot continue \(network_variables.*It was saved "
+                                         r"before config.recurrent_critic, "
+                                         r"config.rnn_input_layers existed, and ran as "
+                                         r"recurrent_critic=True, rnn_input_layers=None"):
+        mappo.MAPPO(factory, config=mappo.MAPPOConfig(**new_layout),
+                    run_dir=run_dir).prepare_run_dir()
+    mappo.MAPPO(factory, config=mappo.MAPPOConfig(**old_layout), run_dir=run_dir).prepare_run_dir()

@@ -24,7 +24,10 @@ QMIX_FLAGS = ["--min_replay_size=100", "--sequence_batch_size=8", "--n_step=3",
 MAPPO_FLAGS = ["--batch_size=4", "--sequence_length=11", "--num_epochs=2", "--max_queue_size=8"]
 # What makes each recurrent (test_multi_environment_program.py runs them too).
 QMIX_RECURRENT_FLAGS = [*RECURRENT_FLAGS, "--sequence_length=10", "--burn_in_length=2"]
-MAPPO_RECURRENT_FLAGS = [*RECURRENT_FLAGS, "--chunk_length=5"]
+# The MAPPO paper's layout (a recurrent critic, whose stored states resume too; every hidden
+# layer before the GRU, 'none' read as None).
+MAPPO_RECURRENT_FLAGS = [*RECURRENT_FLAGS, "--chunk_length=5", "--recurrent_critic=true",
+                         "--rnn_input_layers=none"]
 
 
 def kill_and_resume(tmp_path, script, flags, recurrent_flags, min_steps):

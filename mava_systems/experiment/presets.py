@@ -87,6 +87,8 @@ class Preset:
 def _set(labels: Sequence[str], **fields: Any) -> Tuple[str, ...]:
     """`label.field=value` for every label and field (tuples as comma-separated values)."""
     def text(value: Any) -> str:
+        if value is None:
+            return "none"
         if isinstance(value, bool):
             return str(value).lower()
         if isinstance(value, tuple):
@@ -105,13 +107,24 @@ _EPYMARL_OFF_POLICY = ("qmix", "vdn", "iql=madqn")
 _EPYMARL_ON_POLICY = ("mappo", "ippo")
 # Every EPyMARL agent is a GRU; the value-based ones anneal epsilon 1 -> 0.05 over 50k steps
 # with learning rate 5e-4 (RMSProp there, Adam here), gradient norm clipped at 10, discount
-# 0.99, agent IDs in the observations; MAPPO: 10 environments, lr 3e-4, 4 epochs, clip 0.2,
-# entropy 0.001.
+# 0.99, agent IDs in the observations. MAPPO and IPPO (its mappo.yaml and ippo.yaml): a GRU
+# agent of one input layer (hidden_dim 128) and an MLP critic of two 128-unit layers, 10
+# environments whose 10 episodes make each update's batch (buffer and batch of 10), lr 3e-4,
+# 4 epochs over the whole batch (no minibatches), clip 0.2, entropy 0.001. Here a batch is 10
+# sequences of one episode limit's steps each (`_epymarl_batch`), not aligned to episodes.
 _EPYMARL_VALUE_SETTINGS = dict(recurrent=True, rnn_hidden_size=64, learning_rate=5e-4,
                                max_gradient_norm=10, discount=0.99, agent_ids=True)
-_EPYMARL_PPO_SETTINGS = dict(recurrent=True, rnn_hidden_size=64, num_envs_per_executor=10,
+_EPYMARL_PPO_SETTINGS = dict(recurrent=True, rnn_hidden_size=128, hidden_sizes=(128, 128),
+                             rnn_input_layers=1, recurrent_critic=False,
+                             num_envs_per_executor=10, batch_size=10, num_minibatches=1,
                              learning_rate=3e-4, num_epochs=4, clip_epsilon=0.2,
                              entropy_cost=0.001, discount=0.99, agent_ids=True)
+
+
+def _epymarl_batch(episode_steps: int) -> Dict[str, int]:
+    """EPyMARL's on-policy batch of 10 episodes: 10 sequences of `episode_steps` trained steps
+    (and a bootstrap step), in a queue of two batches."""
+    return dict(sequence_length=episode_steps + 1, max_queue_size=20)
 
 
 def _epymarl(name: str, title: str, environments: Tuple[str, ...], off_policy_steps: int,
@@ -123,7 +136,7 @@ def _epymarl(name: str, title: str, environments: Tuple[str, ...], off_policy_st
         parts=(Part("off_policy", _EPYMARL_OFF_POLICY, environments, off_policy_steps,
                     _set(labels_off, **_EPYMARL_VALUE_SETTINGS), exploration_steps=50_000),
                Part("on_policy", _EPYMARL_ON_POLICY, environments, 10 * off_policy_steps,
-                    _set(labels_on, **_EPYMARL_PPO_SETTINGS))),
+                    _set(labels_on, **_EPYMARL_PPO_SETTINGS, **_epymarl_batch(episode_steps)))),
         seeds=5, evaluation_every_steps=50_000, evaluation_episodes=100,
         metric="EPyMARL's maximum return (the evaluation step with the highest mean over "
                "seeds, its mean and 95% CI) and average return (mean over all evaluations), "
@@ -151,13 +164,19 @@ _RWARE_TASKS = tuple(f"rware/rware-{task}-v2" for task in ("tiny-2ag", "tiny-4ag
 _MAPPO_SOURCE = ("The MAPPO paper: Yu et al., The Surprising Effectiveness of PPO in "
                  "Cooperative Multi-Agent Games (NeurIPS 2022 Datasets and Benchmarks), and its "
                  "repository's MPE training scripts (github.com/marlbenchmark/on-policy)")
-# Its MPE scripts: 128 rollout threads, 25-step episodes, lr 7e-4, hidden 64, a recurrent
-# layer with chunks of 10, entropy 0.01, GAE lambda 0.95, clip 0.2, value normalisation,
-# value loss coefficient 1, the agent ID in the critic's input.
-_MAPPO_SETTINGS = dict(num_envs_per_executor=128, learning_rate=7e-4, hidden_sizes=(64, 64),
-                       recurrent=True, rnn_hidden_size=64, chunk_length=10, entropy_cost=0.01,
-                       gae_lambda=0.95, clip_epsilon=0.2, normalize_values=True,
-                       baseline_cost=1.0, agent_ids=True)
+# Its MPE scripts: 128 rollout threads of 25 steps each per update (3,200 steps), 1
+# minibatch, lr 7e-4 (actor and critic), rMAPPO's layout (an MLP base of two 64-unit layers
+# and one 64-unit GRU layer, for the actor and the critic), chunks of 10, entropy 0.01, GAE
+# lambda 0.95, clip 0.2, value normalisation, value loss coefficient 1, the agent ID in the
+# critic's input. Here a batch is 128 sequences of 25 trained steps (one block of the 128
+# environments' sequences), cut into chunks of 25: a chunk must divide a sequence's trained
+# steps (the paper's 10-step chunks run across its threads' rollouts).
+_MAPPO_SETTINGS = dict(num_envs_per_executor=128, batch_size=128, sequence_length=26,
+                       num_minibatches=1, max_queue_size=256, learning_rate=7e-4,
+                       critic_learning_rate=7e-4, hidden_sizes=(64, 64), recurrent=True,
+                       rnn_hidden_size=64, rnn_input_layers=None, recurrent_critic=True,
+                       chunk_length=25, entropy_cost=0.01, gae_lambda=0.95, clip_epsilon=0.2,
+                       normalize_values=True, baseline_cost=1.0, agent_ids=True)
 _SPREAD = "mpe/simple_spread_v3"
 _MPE_UNITS = ("sum over the agents of the episode return, PettingZoo's v3 MPE (self-collisions "
               "excluded)")

@@ -35,7 +35,8 @@ class HAPPOBuilder(MAPPOBuilder):
         team_spec = self.team_critic_input_spec()
         networks = make_networks(self.environment_spec, self.agent_networks, self.network_factory,
                                  {key: team_spec for key in self.stacker.agents_by_network},
-                                 recurrent=self.recurrent)
+                                 recurrent=self.recurrent,
+                                 recurrent_critic=self.recurrent_critic)
         first = next(iter(networks.critics))
         return dataclasses.replace(networks, critics={TEAM: networks.critics[first]})
 

@@ -2,6 +2,7 @@
 critic, separate optimizers) as defaults and checks."""
 
 import dataclasses
+from typing import Optional
 
 from mava_systems.config import documented, redefault
 from mava_systems.mappo.config import MAPPOConfig
@@ -25,6 +26,10 @@ class HAPPOConfig(MAPPOConfig):
     shared_weights: bool = documented(False, _SHARED_WEIGHTS_DOC)
     critic: str = redefault(MAPPOConfig, "critic", "centralised")
     separate_optimizers: bool = redefault(MAPPOConfig, "separate_optimizers", True)
+    # Recurrent HAPPO keeps its layout (the MAPPO paper's rMAPPO's): every hidden layer before
+    # the GRU, and a recurrent team critic.
+    rnn_input_layers: Optional[int] = redefault(MAPPOConfig, "rnn_input_layers", None)
+    recurrent_critic: bool = redefault(MAPPOConfig, "recurrent_critic", True)
 
     def __post_init__(self):
         super().__post_init__()
@@ -35,6 +40,10 @@ class HAPPOConfig(MAPPOConfig):
             if getattr(self, field) != value:
                 raise ValueError(f"{name}.{field} must be {value!r} for HAPPO, got "
                                  f"{getattr(self, field)!r}: {_REASONS[field]}")
+        if self.recurrent and not self.recurrent_critic:
+            raise ValueError(f"{name}.recurrent_critic must be True with recurrent=True: "
+                             "recurrent HAPPO's team critic is a GRU (an MLP team critic beside "
+                             "recurrent policies is not implemented)")
 
 
 _REASONS = {

@@ -135,7 +135,7 @@ def define_config_flags(config_class: Type[Any],
         field_type = typing.get_origin(field.type) or field.type
         if isinstance(default, bool):
             flags.DEFINE_boolean(field.name, default, help_text)
-        elif isinstance(default, int):
+        elif isinstance(default, int) and field_type is not typing.Union:
             flags.DEFINE_integer(field.name, default, help_text)
         elif isinstance(default, float) and field_type is not typing.Union:
             flags.DEFINE_float(field.name, default, help_text)

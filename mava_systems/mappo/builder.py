@@ -44,6 +44,12 @@ class MAPPOBuilder(SequenceQueueBuilder):
         """Whether critics see the global state (MAPPO) or only their agent's observation (IPPO)."""
         return self.config.critic == "centralised"
 
+    @property
+    def recurrent_critic(self) -> bool:
+        """Whether the critics are recurrent cores whose states executors carry and replay
+        stores (`config.recurrent_critic`, with recurrent policies)."""
+        return self.recurrent and self.config.recurrent_critic
+
     def critic_input_spec(self, key: str) -> specs.Array:
         """What network `key`'s critic sees per agent: its own observation, flattened, after
         the global state when centralised."""
@@ -58,7 +64,7 @@ class MAPPOBuilder(SequenceQueueBuilder):
         return make_networks(self.environment_spec, self.agent_networks, self.network_factory,
                              {key: self.critic_input_spec(key)
                               for key in self.stacker.agents_by_network},
-                             recurrent=self.recurrent)
+                             recurrent=self.recurrent, recurrent_critic=self.recurrent_critic)
 
     def sequence_environment_spec(self) -> acme_specs.EnvironmentSpec:
         """The stacked environment data, with each step's observation `{"agents": stacked, **environment extras}`
@@ -72,7 +78,7 @@ class MAPPOBuilder(SequenceQueueBuilder):
 
     def recurrent_state_specs(self) -> Dict[str, Any]:
         """`{"policy_state": {key: spec}, "critic_state": {key: spec}}`: every network's state,
-        its agents stacked."""
+        its agents stacked (no `"critic_state"` with MLP critics)."""
         networks = self.make_networks()
 
         def specs_of(modules: Dict[str, Any], rows: Dict[str, int]) -> Dict[str, Any]:
@@ -82,8 +88,10 @@ class MAPPOBuilder(SequenceQueueBuilder):
                     for key, count in rows.items()}
 
         policy_rows = {key: len(agents) for key, agents in self.stacker.agents_by_network.items()}
-        return {POLICY_STATE: specs_of(networks.policies, policy_rows),
-                CRITIC_STATE: specs_of(networks.critics, self.critic_state_rows())}
+        states = {POLICY_STATE: specs_of(networks.policies, policy_rows)}
+        if self.recurrent_critic:
+            states[CRITIC_STATE] = specs_of(networks.critics, self.critic_state_rows())
+        return states
 
     def critic_state_rows(self) -> Dict[str, int]:
         """How many rows of state each recurrent critic has, by critic key: one per agent
@@ -99,10 +107,10 @@ class MAPPOBuilder(SequenceQueueBuilder):
 
     def make_variable_client(self, variable_source: Any,
                              networks: MAPPONetworks) -> variable_utils.VariableClient:
-        """Keeps the policies and their version (and, with recurrent networks, the critics, whose
-        states executors carry) in step with `variable_source`, in the background."""
+        """Keeps the policies and their version (and recurrent critics, whose states executors
+        carry) in step with `variable_source`, in the background."""
         variables = {key: policy.variables for key, policy in networks.policies.items()}
-        if self.recurrent:
+        if self.recurrent_critic:
             variables.update({f"critic/{key}": critic.variables
                               for key, critic in networks.critics.items()})
         variables[POLICY_VERSION] = [networks.policy_version]

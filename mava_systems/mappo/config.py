@@ -3,8 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
-from mava_systems.config import (MultiAgentConfig, bounded, check_sizes, documented, redefault,
-                                 sizes_doc, validate)
+from mava_systems.config import (MultiAgentConfig, bounded, check_sizes, documented,
+                                 recorded_before, redefault, sizes_doc, validate)
 
 CRITICS = ("centralised", "decentralised")
 
@@ -44,13 +44,25 @@ class MAPPOConfig(MultiAgentConfig):
     init_log_std: float = bounded(-0.5, doc="Initial log standard deviation (continuous actions).")
     agent_ids: bool = redefault(MultiAgentConfig, "agent_ids", True)
 
-    # Recurrent policy and critic (see docs/architecture.md, "Recurrent MAPPO"): with
-    # `recurrent`, each is `hidden_sizes` ReLU input layer(s), a GRU of `rnn_hidden_size` units
-    # and a head, trained on chunks of `chunk_length` steps unrolled from their stored states.
+    # Recurrent policy (see docs/architecture.md, "Recurrent MAPPO"): with `recurrent`, it is
+    # the first `rnn_input_layers` of `hidden_sizes` as ReLU input layers, a GRU of
+    # `rnn_hidden_size` units and a head, trained on chunks of `chunk_length` steps unrolled from
+    # their stored states. By default its critic is the feedforward MLP (EPyMARL's MAPPO and
+    # IPPO: a GRU agent of one input layer, MLP critics); `recurrent_critic` makes the critic
+    # the same kind of recurrent core (the MAPPO paper's rMAPPO, with `rnn_input_layers=None`).
+    # Runs recorded before these two fields existed had the MAPPO paper's layout
+    # (`recorded_before`: the value `evaluate` and a resume's check read for them).
     recurrent: bool = documented(
-        False, "Recurrent (GRU) policy and critic trained on chunks of chunk_length steps "
-               "(docs/architecture.md, Recurrent MAPPO).")
+        False, "Recurrent (GRU) policy (and critic, see recurrent_critic) trained on chunks of "
+               "chunk_length steps (docs/architecture.md, Recurrent MAPPO).")
     rnn_hidden_size: int = bounded(64, 1, doc="GRU units of the recurrent policy and critic.")
+    rnn_input_layers: Optional[int] = recorded_before(None, bounded(
+        1, 1, optional=True, integer=True,
+        doc="Layers of hidden_sizes before the recurrent networks' GRU (1: EPyMARL's GRU "
+            "agent; None: all of them, the MAPPO paper's MLP base)."))
+    recurrent_critic: bool = recorded_before(True, documented(
+        False, "With recurrent=True, a GRU critic too, trained on chunks from stored states (the "
+               "MAPPO paper's rMAPPO); False: an MLP critic of hidden_sizes (EPyMARL's)."))
     chunk_length: Optional[int] = bounded(
         None, 1, optional=True,
         doc="Steps per training chunk of a recurrent policy and critic; must divide "
@@ -84,25 +96,34 @@ class MAPPOConfig(MultiAgentConfig):
         if self.critic not in CRITICS:
             raise ValueError(f"{type(self).__name__}.critic must be one of {CRITICS}, "
                              f"got {self.critic!r}")
-        if self.max_policy_lag is not None:  # `validate` reads optional bounds as floats.
-            if not float(self.max_policy_lag).is_integer():
-                raise ValueError(f"{type(self).__name__}.max_policy_lag must be an integer or "
-                                 f"None, got {self.max_policy_lag!r}")
-            self.max_policy_lag = int(self.max_policy_lag)
+        for field in ("max_policy_lag", "chunk_length", "rnn_input_layers"):
+            self._integer_or_none(field)
         self._check_chunk_length()
+        if self.rnn_input_layers is not None and self.rnn_input_layers > len(self.hidden_sizes):
+            raise ValueError(
+                f"{type(self).__name__}.rnn_input_layers ({self.rnn_input_layers}) must be at "
+                f"most the number of hidden_sizes ({len(self.hidden_sizes)}: "
+                f"{self.hidden_sizes}): the recurrent networks' input layers are the first of them")
         if self.batch_size % self.num_minibatches:
             raise ValueError(
                 f"{type(self).__name__}.batch_size ({self.batch_size}) must be a multiple of "
                 f"num_minibatches ({self.num_minibatches})")
 
+    def _integer_or_none(self, field: str) -> None:
+        """Makes optional integer field `field` an int (`validate` reads optional bounds as
+        floats); raises ValueError naming it unless it is integral or None."""
+        value = getattr(self, field)
+        if value is None:
+            return
+        if not float(value).is_integer():
+            raise ValueError(f"{type(self).__name__}.{field} must be an integer or None, "
+                             f"got {value!r}")
+        setattr(self, field, int(value))
+
     def _check_chunk_length(self) -> None:
         name = type(self).__name__
         if self.chunk_length is None:
             return
-        if not float(self.chunk_length).is_integer():
-            raise ValueError(f"{name}.chunk_length must be an integer or None, "
-                             f"got {self.chunk_length!r}")
-        self.chunk_length = int(self.chunk_length)
         if not self.recurrent:
             raise ValueError(f"{name}.chunk_length ({self.chunk_length}) applies to recurrent "
                              "networks only: set recurrent=True, or leave chunk_length None")
@@ -111,6 +132,11 @@ class MAPPOConfig(MultiAgentConfig):
                 f"{name}.chunk_length ({self.chunk_length}) must divide sequence_length - 1 "
                 f"({self.sequence_length - 1}): each stored sequence (and its bootstrap step) "
                 "is cut into whole chunks")
+
+    @property
+    def rnn_input_sizes(self) -> Tuple[int, ...]:
+        """The ReLU layers before the recurrent networks' GRU (see `rnn_input_layers`)."""
+        return self.hidden_sizes[:self.rnn_input_layers]
 
     @property
     def steps_per_chunk(self) -> int:

@@ -164,12 +164,13 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
     Policy states are handled as `RecurrentMADQNExecutor` handles its
     Q-networks' (reset exactly when an episode starts, frozen for agents that
     have left, NumPy twins when the networks have them, greedy evaluation the
-    same way). An executor writing to replay also steps each critic on what it
-    sees at every observation (the global state and the agent's observation
-    when `centralised`), so that replay stores, with each observation, the
-    policy state the agents act from there (`"policy_state"`) and the critic
-    state their value is computed from (`"critic_state"`): the trainer unrolls
-    its chunks from them.
+    same way). Replay stores, with each observation, the policy state the
+    agents act from there (`"policy_state"`). With recurrent critics, an
+    executor writing to replay also steps each critic on what it sees at every
+    observation (the global state and the agent's observation when
+    `centralised`) and stores the critic state their value is computed from
+    (`"critic_state"`): the trainer unrolls its chunks from them. MLP critics
+    (`MAPPONetworks.recurrent_critics` False) are not stepped here.
     """
 
     def __init__(self, networks: MAPPONetworks, *args: Any, centralised: bool = False,
@@ -177,9 +178,11 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
         """`MAPPOExecutor`'s arguments, and whether the critics are `centralised` (MAPPO's)."""
         super().__init__(networks, *args, **kwargs)
         self._centralised = centralised
-        self.critic_states = RecurrentStates(self.initial_critic_states)
+        self._steps_critics = networks.recurrent_critics
+        self.critic_states = (RecurrentStates(self.initial_critic_states)
+                              if self._steps_critics else None)
         self._numpy_critics = (NumpyNetworks.of(networks.critics, self._variable_client)
-                               if self.acts_in_numpy else None)
+                               if self.acts_in_numpy and self._steps_critics else None)
         self._critic_step: Optional[Callable[..., Any]] = None  # Compiled on first use.
 
     def initial_states(self) -> Dict[str, Any]:
@@ -230,7 +233,8 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
         """Starts an episode: every policy and critic state reset, the first observation in
         replay with them."""
         self._start_episode(timestep)
-        self.critic_states.reset()
+        if self._steps_critics:
+            self.critic_states.reset()
         if self._adder is not None:
             self._adder.add_first(self._stored_timestep(timestep, extras))
             self._advance_critics(timestep, extras, new_episode=True)
@@ -246,13 +250,16 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
     def _stored_timestep(self, timestep: dm_env.TimeStep,
                          extras: Optional[Mapping[str, Any]]) -> dm_env.TimeStep:
         stored = super()._stored_timestep(timestep, extras)
-        return stored._replace(observation={**stored.observation,
-                                            POLICY_STATE: self.states.current,
-                                            CRITIC_STATE: self.critic_states.current})
+        states = {POLICY_STATE: self.states.current}
+        if self._steps_critics:
+            states[CRITIC_STATE] = self.critic_states.current
+        return stored._replace(observation={**stored.observation, **states})
 
     def _advance_critics(self, timestep: dm_env.TimeStep, extras: Optional[Mapping[str, Any]],
                          new_episode: bool = False) -> None:
-        """Steps every critic on what it sees at `timestep`'s observation."""
+        """Steps every recurrent critic on what it sees at `timestep`'s observation."""
+        if not self._steps_critics:
+            return
         stacked = self._stack_observation(timestep.observation)
         global_state = None
         if self._centralised:

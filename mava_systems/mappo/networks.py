@@ -204,16 +204,20 @@ for _core_type in (RecurrentCategoricalPolicy, RecurrentGaussianPolicy, Recurren
 
 def make_recurrent_networks(observation_spec: specs.Array, action_spec: specs.Array,
                             critic_input_spec: specs.Array, input_sizes: Sequence[int] = (64,),
-                            gru_size: int = 64, init_log_std: float = -0.5
-                            ) -> Tuple[snt.RNNCore, snt.RNNCore]:
-    """The reference recurrent networks: a categorical or Gaussian recurrent policy and a
-    recurrent critic (see `RecurrentMLPCore`)."""
+                            gru_size: int = 64, init_log_std: float = -0.5,
+                            critic_hidden_sizes: Optional[Sequence[int]] = None
+                            ) -> Tuple[snt.RNNCore, snt.Module]:
+    """The reference recurrent networks: a categorical or Gaussian recurrent policy (see
+    `RecurrentMLPCore`), and a recurrent critic of the same layout, or with
+    `critic_hidden_sizes` an MLP critic of those sizes (see `ValueCritic`)."""
     del observation_spec, critic_input_spec
     if isinstance(action_spec, specs.DiscreteArray):
         policy = RecurrentCategoricalPolicy(action_spec.num_values, input_sizes, gru_size)
     else:
         policy = RecurrentGaussianPolicy(int(np.prod(action_spec.shape)), input_sizes, gru_size,
                                          init_log_std)
+    if critic_hidden_sizes is not None:
+        return policy, ValueCritic(critic_hidden_sizes)
     return policy, RecurrentValueCritic(input_sizes, gru_size)
 
 
@@ -235,11 +239,14 @@ def mlp_network_factory(hidden_sizes: Sequence[int], init_log_std: float) -> Net
                              init_log_std=init_log_std)
 
 
-def recurrent_network_factory(input_sizes: Sequence[int], gru_size: int,
-                              init_log_std: float) -> NetworkFactory:
+def recurrent_network_factory(input_sizes: Sequence[int], gru_size: int, init_log_std: float,
+                              critic_hidden_sizes: Optional[Sequence[int]] = None
+                              ) -> NetworkFactory:
     """`make_recurrent_networks` with these sizes (a `NetworkFactory`)."""
-    return functools.partial(make_recurrent_networks, input_sizes=tuple(input_sizes),
-                             gru_size=gru_size, init_log_std=init_log_std)
+    return functools.partial(
+        make_recurrent_networks, input_sizes=tuple(input_sizes), gru_size=gru_size,
+        init_log_std=init_log_std,
+        critic_hidden_sizes=None if critic_hidden_sizes is None else tuple(critic_hidden_sizes))
 
 
 @dataclasses.dataclass
@@ -260,6 +267,11 @@ class MAPPONetworks:
         return any(is_recurrent(policy) for policy in self.policies.values())
 
     @property
+    def recurrent_critics(self) -> bool:
+        """Whether the critics are recurrent cores (a recurrent policy may have an MLP critic)."""
+        return any(is_recurrent(critic) for critic in self.critics.values())
+
+    @property
     def agents_by_network(self) -> Dict[str, List[str]]:
         """Agents grouped by the networks they share, in agent order."""
         return agents_by_network(self.agent_networks)
@@ -273,42 +285,49 @@ class MAPPONetworks:
 def make_networks(environment_spec: MAEnvironmentSpec, agent_networks: Mapping[str, str],
                   network_factory: NetworkFactory,
                   critic_input_specs: Mapping[str, specs.Array],
-                  recurrent: bool = False) -> MAPPONetworks:
+                  recurrent: bool = False,
+                  recurrent_critic: Optional[bool] = None) -> MAPPONetworks:
     """Builds (and creates the variables of) every policy and critic.
 
     `critic_input_specs[key]` is the spec of what network `key`'s critic sees per agent.
-    With `recurrent`, every policy and critic must be an `snt.RNNCore`; without it, none may be.
+    With `recurrent`, every policy must be an `snt.RNNCore`; without it, none may be. Every
+    critic must be one with `recurrent_critic` (None: as `recurrent`), and none without it.
 
     Raises:
       ValueError: if agents sharing networks have different specs, on an action
         spec MAPPO cannot act in, networks whose outputs do not fit the specs, or
-        a network that is (or is not) recurrent against `recurrent`.
+        a network that is (or is not) recurrent against `recurrent` (`recurrent_critic`).
     """
+    recurrent_critic = recurrent if recurrent_critic is None else recurrent_critic
     policies, critics, heads = {}, {}, {}
     for key, _, observation_spec, action_spec in network_specs(environment_spec, agent_networks):
         heads[key] = make_head(action_spec)
         policy, critic = network_factory(observation_spec, action_spec, critic_input_specs[key])
-        check_recurrent(key, recurrent, policy=policy, critic=critic)
+        check_recurrent(key, "policy", policy, recurrent)
+        check_recurrent(key, "critic", critic, recurrent_critic,
+                        "recurrent_critic" if recurrent else "recurrent")
         check_outputs(key, policy, critic, observation_spec, action_spec, critic_input_specs[key])
         policies[key], critics[key] = policy, critic
     return MAPPONetworks(policies, critics, heads, dict(agent_networks))
 
 
-def check_recurrent(key: str, recurrent: bool, **networks: snt.Module) -> None:
-    """Raises ValueError if one of `networks` (by role) of network `key` is, or is not, a
-    recurrent core against the config's `recurrent` switch."""
-    for role, network in networks.items():
-        if is_recurrent(network) and not recurrent:
-            raise ValueError(
-                f"network {key!r}'s {role} ({type(network).__name__}) is a recurrent core (an "
-                "snt.RNNCore, called with a state): set the config's recurrent=True to train it "
-                "on chunks with their stored states")
-        if recurrent and not is_recurrent(network):
-            raise ValueError(
-                f"the config has recurrent=True, but network {key!r}'s {role} "
-                f"({type(network).__name__}) is not a recurrent core: give a network_factory "
-                "returning a (policy, critic) pair of snt.RNNCores, or leave it None for the "
-                "reference GRU policy and critic")
+def check_recurrent(key: str, role: str, network: snt.Module, recurrent: bool,
+                    switch: str = "recurrent") -> None:
+    """Raises ValueError if network `key`'s `network` (its `role`: "policy" or "critic") is, or
+    is not, a recurrent core against the config's `switch` setting (`recurrent`, or
+    `recurrent_critic` for the critic of recurrent policies), whose value is `recurrent`."""
+    if is_recurrent(network) and not recurrent:
+        raise ValueError(
+            f"network {key!r}'s {role} ({type(network).__name__}) is a recurrent core (an "
+            f"snt.RNNCore, called with a state): set the config's {switch}=True to train it "
+            "on chunks with its stored states")
+    if recurrent and not is_recurrent(network):
+        given = " and ".join(dict.fromkeys([f"{switch}=True", "recurrent=True"]))
+        raise ValueError(
+            f"the config has {given}, but network {key!r}'s {role} "
+            f"({type(network).__name__}) is not a recurrent core: give a network_factory "
+            f"returning a recurrent {role} (an snt.RNNCore), or leave it None for the "
+            "reference networks")
 
 
 def _call_once(network: snt.Module, inputs: tf.Tensor) -> Any:

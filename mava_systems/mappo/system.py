@@ -90,12 +90,15 @@ class MAPPO(MultiAgentSystem):
 
     def make_default_network_factory(self) -> NetworkFactory:
         """MLP policies and critics with `config.hidden_sizes` (see `make_mlp_networks`), or with
-        `config.recurrent` the reference recurrent ones (`hidden_sizes` ReLU input layers, a GRU
-        of `rnn_hidden_size` units, a head: see `make_recurrent_networks`)."""
-        if self.config.recurrent:
-            return recurrent_network_factory(self.config.hidden_sizes, self.config.rnn_hidden_size,
-                                             self.config.init_log_std)
-        return mlp_network_factory(self.config.hidden_sizes, self.config.init_log_std)
+        `config.recurrent` the reference recurrent policies (`config.rnn_input_sizes` ReLU input
+        layers, a GRU of `rnn_hidden_size` units, a head: see `make_recurrent_networks`) with
+        MLP critics, or recurrent critics of the policies' layout with `recurrent_critic`."""
+        config = self.config
+        if config.recurrent:
+            return recurrent_network_factory(
+                config.rnn_input_sizes, config.rnn_hidden_size, config.init_log_std,
+                critic_hidden_sizes=None if config.recurrent_critic else config.hidden_sizes)
+        return mlp_network_factory(config.hidden_sizes, config.init_log_std)
 
     def replay_item_description(self, table: Any) -> str:
         """Every leaf of the item signature with its path, in sorted order: the signature of a

@@ -580,23 +580,27 @@ def chunked(batch: Any, length: int) -> Any:
 
 
 class RecurrentMAPPOTrainer(MAPPOTrainer):
-    """MAPPO's trainer for recurrent policies and critics: chunks unrolled from stored states.
+    """MAPPO's trainer for recurrent policies (and critics): chunks unrolled from stored states.
 
     Advantages and value targets are computed over each whole sequence as the
-    feedforward trainer computes them, the critic unrolled from the state
-    stored at the sequence's first step. The sequence's steps (all but its
+    feedforward trainer computes them, a recurrent critic unrolled from the
+    state stored at the sequence's first step. The sequence's steps (all but its
     bootstrap step) are then cut into chunks of `config.steps_per_chunk` steps
     (the MAPPO paper's data chunks); minibatches hold whole chunks, and the
-    policy and critic are unrolled over each chunk from the states stored at
-    its first step (see `unroll`: episode starts within a chunk take their
-    stored, initial, state). Steps that are not transitions (final
+    policy (and a recurrent critic) is unrolled over each chunk from the states
+    stored at its first step (see `unroll`: episode starts within a chunk take
+    their stored, initial, state); an MLP critic values each step as the
+    feedforward trainer's does. Steps that are not transitions (final
     observations, dropped sequences) are masked out of every loss, as in the
     feedforward trainer.
     """
 
     def sequence_values(self, key: str, steps: reverb_base.Step,
                         critic_inputs: tf.Tensor) -> tf.Tensor:
-        """The critic unrolled over each sequence from its stored state, in return units."""
+        """The critic unrolled over each sequence from its stored state (an MLP critic: on
+        each step), in return units."""
+        if not self._networks.recurrent_critics:
+            return super().sequence_values(key, steps, critic_inputs)
         observation = steps.observation
         return self.denormalised(key, unroll(
             self._networks.critics[key], critic_inputs, observation[CRITIC_STATE][key],
@@ -607,11 +611,11 @@ class RecurrentMAPPOTrainer(MAPPOTrainer):
         episode and which agents are present, cut into chunks: [B * chunks, chunk_length, A, ...]."""
         batch = super().prepare(key, steps, fresh)
         observation = steps.observation
+        stored = {POLICY_STATE: observation[POLICY_STATE][key]}
+        if self._networks.recurrent_critics:
+            stored[CRITIC_STATE] = observation[CRITIC_STATE][key]
         batch.update({
-            POLICY_STATE: tf.nest.map_structure(lambda state: state[:, :-1],
-                                                observation[POLICY_STATE][key]),
-            CRITIC_STATE: tf.nest.map_structure(lambda state: state[:, :-1],
-                                                observation[CRITIC_STATE][key]),
+            **tf.nest.map_structure(lambda state: state[:, :-1], stored),
             "resets": steps.start_of_episode[:, :-1],
             "present": 1.0 - tf.cast(observation[AGENTS][key].terminal[:, :-1], tf.float32)})
         return chunked(batch, self._config.steps_per_chunk)
@@ -622,6 +626,9 @@ class RecurrentMAPPOTrainer(MAPPOTrainer):
                       batch["resets"], batch["present"])
 
     def critic_values(self, key: str, batch: Dict[str, Any]) -> tf.Tensor:
-        """The critic unrolled over each chunk from its stored state (in its units)."""
+        """The critic unrolled over each chunk from its stored state (an MLP critic: on each
+        step), in its units."""
+        if not self._networks.recurrent_critics:
+            return super().critic_values(key, batch)
         return unroll(self._networks.critics[key], batch["critic_inputs"], batch[CRITIC_STATE],
                       batch["resets"], batch["present"])

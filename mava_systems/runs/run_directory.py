@@ -329,10 +329,13 @@ def _index_time(checkpoint: str) -> float:
 
 
 def check_description(run_dir: str, description: Mapping[str, Any],
-                      must_match: List[str]) -> List[str]:
+                      must_match: List[str],
+                      recorded_before: Optional[Mapping[str, Any]] = None) -> List[str]:
     """Checks `description` against the run.json saved in `run_dir`, if there is one.
 
     Returns the names of the changed entries that may change between launches.
+    `recorded_before` maps entries added since some runs were saved to the value those runs
+    had: a refusal names the ones the saved run lacks and that differ now.
 
     Raises:
       ValueError: if run.json is damaged, or an entry named in `must_match` differs
@@ -357,8 +360,16 @@ def check_description(run_dir: str, description: Mapping[str, Any],
     if mismatched:
         details = "; ".join(f"{key}: saved {saved.get(key)!r}, now {description.get(key)!r}"
                             for key in mismatched)
+        older = {key: value for key, value in (recorded_before or {}).items()
+                 if key not in saved and description.get(key) != value}
+        hint = ""
+        if older:
+            settings = ", ".join(f"{key.rpartition('.')[2]}={value}"
+                                 for key, value in sorted(older.items()))
+            hint = (f" It was saved before {', '.join(sorted(older))} existed, and ran as "
+                    f"{settings}: launch with those settings to continue it.")
         raise ValueError(
-            f"{run_dir} holds a run that this configuration cannot continue ({details}). "
+            f"{run_dir} holds a run that this configuration cannot continue ({details}).{hint} "
             "Use another --run_dir; the saved run was left untouched.")
     return sorted(key for key in set(saved) | set(description)
                   if key not in must_match and saved.get(key) != description.get(key))
