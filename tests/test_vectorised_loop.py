@@ -278,7 +278,9 @@ def test_an_id_a_vectorised_family_does_not_implement_is_refused_with_its_ids(tm
                      config=system_class.config_class(vectorised="maybe"))
 
 
-@pytest.mark.parametrize("config", [{}, {"recurrent": True}], ids=["feedforward", "recurrent"])
+@pytest.mark.parametrize("config", [{}, {"recurrent": True},
+                                    {"recurrent": True, "recurrent_critic": True}],
+                         ids=["feedforward", "recurrent", "recurrent_critic"])
 def test_the_unsplit_loop_writes_what_the_split_loop_writes(config, tmp_path_factory):
     """`UnsplitEnvironmentLoop` with MAPPO's batched executor (arrays from the environment to
     the policy and the writer) stores the same blocks, counts the same steps and episodes and

@@ -67,8 +67,10 @@ class BatchedMAPPOExecutor:
         self._stacked: Dict[str, OLT] = {}  # The last step's observations per network.
         self._pending: Tuple[Any, np.ndarray] = ({}, np.zeros(0, bool))  # Its rows' observation.
         self._chosen: Tuple[Dict[str, Any], Dict[str, Any], int] = ({}, {}, 0)
+        self._steps_critics = self._recurrent and actor.steps_critics
         if self._recurrent:
             self._policy_states = self._tiled(actor.initial_states())
+        if self._steps_critics:
             self._critic_states = self._tiled(actor.initial_critic_states())
 
     @property
@@ -122,9 +124,11 @@ class BatchedMAPPOExecutor:
             if starting.any():
                 self._policy_states = self._reset(self._policy_states, starting,
                                                   self.actor.initial_states())
+            observation[POLICY_STATE] = self._policy_states
+        if self._steps_critics:
+            if starting.any():
                 self._critic_states = self._reset(self._critic_states, starting,
                                                   self.actor.initial_critic_states())
-            observation[POLICY_STATE] = self._policy_states
             observation[CRITIC_STATE] = self._critic_states
             if self._writer is not None:
                 self._advance_critics(batched, bool(starting.any()))

@@ -185,6 +185,11 @@ class RecurrentMAPPOExecutor(MAPPOExecutor, RecurrentMADQNExecutor):
                                if self.acts_in_numpy and self._steps_critics else None)
         self._critic_step: Optional[Callable[..., Any]] = None  # Compiled on first use.
 
+    @property
+    def steps_critics(self) -> bool:
+        """Whether the critics are recurrent, stepped (and their states stored) by executors."""
+        return self._steps_critics
+
     def initial_states(self) -> Dict[str, Any]:
         """Every policy's initial state, one row per agent using it."""
         return self._initial(self._networks.policies)
