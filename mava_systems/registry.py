@@ -57,23 +57,38 @@ def _system_modules() -> List[str]:
             if module.ispkg and os.path.exists(os.path.join(package_dir, module.name, "system.py"))]
 
 
-def builtin_system_names() -> List[str]:
-    """The names mava_systems' own systems register under, read from their modules' source
-    (`system_name = "..."` in a class body) without importing them (nor TensorFlow): for
-    command lines to refuse an unknown name at once."""
-    names = set()
+def builtin_system_paths() -> Dict[str, str]:
+    """The names mava_systems' own systems register under, each with its class's "module:Class"
+    path, read from their modules' source (`system_name = "..."` in a class body) without
+    importing them (nor TensorFlow): for command lines to refuse an unknown name at once and
+    define a system's flags before importing it."""
+    paths = {}
     for path in _system_modules():
-        classes = [node for node in ast.walk(ast.parse(_read(path)))
-                   if isinstance(node, ast.ClassDef)]
-        names.update(statement.value.value for node in classes for statement in node.body
-                     if isinstance(statement, ast.Assign)
-                     and isinstance(statement.value, ast.Constant)
-                     and any(isinstance(target, ast.Name) and target.id == "system_name"
-                             for target in statement.targets))
-    return sorted(names)
+        module = f"mava_systems.{os.path.basename(os.path.dirname(path))}.system"
+        for node in ast.walk(ast.parse(_read(path))):
+            if isinstance(node, ast.ClassDef):
+                name = _constant_assigned(node, "system_name")
+                if name is not _NOT_DECLARED:
+                    paths[name] = f"{module}:{node.name}"
+    return dict(sorted(paths.items()))
+
+
+def builtin_system_names() -> List[str]:
+    """The names mava_systems' own systems register under, sorted (see `builtin_system_paths`)."""
+    return list(builtin_system_paths())
 
 
 _NOT_DECLARED = object()
+
+
+def _constant_assigned(class_node: ast.ClassDef, attribute: str) -> Any:
+    """The literal `class_node`'s body assigns to `attribute`, or `_NOT_DECLARED`."""
+    for statement in class_node.body:
+        if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
+                and any(isinstance(target, ast.Name) and target.id == attribute
+                        for target in statement.targets)):
+            return statement.value.value
+    return _NOT_DECLARED
 
 
 def declared_attribute(path: str, attribute: str, default: Any = None) -> Any:
@@ -86,11 +101,82 @@ def declared_attribute(path: str, attribute: str, default: Any = None) -> Any:
       ImportError: if the module's source or the class cannot be found.
     """
     module_name, _, class_name = path.partition(":")
-    value = _declared(module_name, class_name, attribute, set())
+    value = _declared(module_name, class_name,
+                      lambda node, resolve: _constant_assigned(node, attribute), set())
     return default if value is _NOT_DECLARED else value
 
 
-def _declared(module_name: str, class_name: str, attribute: str, seen: set) -> Any:
+def declared_class(path: str, attribute: str) -> str:
+    """The "module:Class" path of the class that class `path` (or its nearest base, as
+    `declared_attribute` searches) assigns by name to `attribute` (e.g. `config_class =
+    MADQNConfig`), read from source.
+
+    Raises:
+      ImportError: if no such assignment of an imported or local class is found.
+    """
+    def assigned(node: ast.ClassDef, resolve) -> Any:
+        for statement in node.body:
+            if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name)
+                    and any(isinstance(target, ast.Name) and target.id == attribute
+                            for target in statement.targets)):
+                found = resolve(statement.value)
+                return _NOT_DECLARED if found is None else ":".join(found)
+        return _NOT_DECLARED
+
+    module_name, _, class_name = path.partition(":")
+    value = _declared(module_name, class_name, assigned, set())
+    if value is _NOT_DECLARED:
+        raise ImportError(f"{path} assigns no class to {attribute} in source")
+    return value
+
+
+NO_PARAMETER = object()  # `declared_parameter_default`: the constructor takes no such argument.
+REQUIRED = object()  # `declared_parameter_default`: the argument has no default.
+
+
+def declared_parameter_default(path: str, parameter: str) -> Any:
+    """The literal default of class `path`'s constructor argument `parameter`, read from source
+    along the constructors that pass `**kwargs` on to their bases (as
+    `experiment.systems.constructor_parameters` reads signatures): `NO_PARAMETER` if no
+    constructor takes it, `REQUIRED` if it has no default.
+
+    Raises:
+      ImportError: if a module's source or a class cannot be found, or a default is not a
+        literal.
+    """
+    def default_in(node: ast.ClassDef, resolve) -> Any:
+        del resolve
+        init = next((statement for statement in node.body
+                     if isinstance(statement, ast.FunctionDef) and statement.name == "__init__"),
+                    None)
+        if init is None:
+            return _NOT_DECLARED  # Inherited: the bases'.
+        arguments = init.args
+        positional = arguments.posonlyargs + arguments.args
+        defaults = dict(zip([argument.arg for argument in positional[len(positional)
+                                                                      - len(arguments.defaults):]],
+                            arguments.defaults))
+        defaults.update({argument.arg: default for argument, default
+                         in zip(arguments.kwonlyargs, arguments.kw_defaults) if default})
+        names = [argument.arg for argument in positional + arguments.kwonlyargs]
+        if parameter in names:
+            if parameter not in defaults:
+                return REQUIRED
+            try:
+                return ast.literal_eval(defaults[parameter])
+            except ValueError as error:
+                raise ImportError(f"{path}: the default of {parameter} is not a literal") \
+                    from error
+        return _NOT_DECLARED if arguments.kwarg else NO_PARAMETER
+
+    module_name, _, class_name = path.partition(":")
+    value = _declared(module_name, class_name, default_in, set())
+    return NO_PARAMETER if value is _NOT_DECLARED else value
+
+
+def _declared(module_name: str, class_name: str, lookup, seen: set) -> Any:
+    """`lookup(class node, resolve)` for the class, else for its bases in turn (depth first),
+    where `resolve(name node)` gives the (module, class) a local name stands for, or None."""
     if (module_name, class_name) in seen:
         return _NOT_DECLARED
     seen.add((module_name, class_name))
@@ -101,11 +187,6 @@ def _declared(module_name: str, class_name: str, attribute: str, seen: set) -> A
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     if class_name not in classes:
         raise ImportError(f"{module_name} defines no class {class_name}")
-    for statement in classes[class_name].body:
-        if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
-                and any(isinstance(target, ast.Name) and target.id == attribute
-                        for target in statement.targets)):
-            return statement.value.value
     imported = {}  # Local name: (module, name) of `from module import name [as local]`.
     modules = {}  # Local name: module of `import module [as local]`.
     for node in tree.body:
@@ -114,18 +195,26 @@ def _declared(module_name: str, class_name: str, attribute: str, seen: set) -> A
                              for alias in node.names})
         elif isinstance(node, ast.Import):
             modules.update({alias.asname or alias.name: alias.name for alias in node.names})
+
+    def resolve(node: ast.expr) -> Any:
+        if isinstance(node, ast.Name) and node.id in classes:
+            return (module_name, node.id)
+        if isinstance(node, ast.Name) and node.id in imported:
+            return imported[node.id]
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules):
+            return (modules[node.value.id], node.attr)
+        return None
+
+    value = lookup(classes[class_name], resolve)
+    if value is not _NOT_DECLARED:
+        return value
     for base in classes[class_name].bases:
-        if isinstance(base, ast.Name) and base.id in classes:
-            found = (module_name, base.id)
-        elif isinstance(base, ast.Name) and base.id in imported:
-            found = imported[base.id]
-        elif (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
-              and base.value.id in modules):
-            found = (modules[base.value.id], base.attr)
-        else:
+        found = resolve(base)
+        if found is None:
             continue
         try:
-            value = _declared(*found, attribute, seen)
+            value = _declared(*found, lookup, seen)
         except (ImportError, ValueError):  # A base outside source we can read.
             continue
         if value is not _NOT_DECLARED:

@@ -13,7 +13,7 @@ environments. An unknown system or environment is refused before TensorFlow is i
 """
 
 import sys
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 from mava_systems.terminal import console
 
@@ -21,7 +21,7 @@ if __name__ == "__main__":  # Before TensorFlow is imported, so its start-up mes
     console.quiet_terminal()
 
 # pylint: disable=wrong-import-position
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 from mava_systems import registry  # noqa: E402  (neither imports TensorFlow)
 from mava_systems.launching import launch  # noqa: E402  (neither imports TensorFlow)
@@ -49,9 +49,11 @@ def flag_value(argv: Sequence[str], name: str) -> Optional[str]:
     return values[-1] if values else None
 
 
-def checked_system_class(name: Optional[str]) -> Any:
-    """The system registered as `name`; an unknown name is refused before any system (and so
-    TensorFlow) is imported.
+def checked_system(name: Optional[str]) -> Union[str, Any]:
+    """The system registered as `name`: a built-in one's "module:Class" path, read from source
+    (so that its flags are defined and checked before it, and TensorFlow, is imported), else the
+    class an imported module registered; an unknown name is refused before any system is
+    imported.
 
     Raises:
       ValueError: naming the registered systems, if `name` is empty or none of them.
@@ -61,7 +63,7 @@ def checked_system_class(name: Optional[str]) -> Any:
         raise ValueError(f"--system is required; registered: {', '.join(known)}")
     if name not in known:
         raise ValueError(f"unknown system {name!r}; registered: {', '.join(known)}")
-    return registry.system_class(name)
+    return registry.builtin_system_paths().get(name) or registry.system_class(name)
 
 
 def checked_environment(argv: Sequence[str]) -> str:
@@ -81,13 +83,23 @@ def checked_environment(argv: Sequence[str]) -> str:
     return env
 
 
-def system_main(system_class: Any, env: str) -> Callable[[Sequence[str]], None]:
-    """Defines `system_class`'s flags, with `env`'s family settings as defaults (see
-    `launch.example_main`), and returns the `app.run` main that trains it."""
+def system_main(system: Union[str, Any], env: str) -> launch.ExampleMain:
+    """Defines the flags of `system` (a class or its "module:Class" path), with `env`'s family
+    settings as defaults (see `launch.example_main`), and returns the main that trains it (an
+    `app.run` main for a class; `run(argv)` for either)."""
+    if not isinstance(system, str):
+        return launch.example_main(
+            system, system.config_class, default_env=env,
+            executor_name=systems.acting_node_name(system),
+            default_num_caches=systems.default_num_caches(system))
+    config_class = registry.import_class(registry.declared_class(system, "config_class"))
+    num_caches = registry.declared_parameter_default(system, "num_caches")
+    if num_caches is registry.REQUIRED:
+        num_caches = 0  # As `experiment.systems.default_num_caches` reads a signature.
     return launch.example_main(
-        system_class, system_class.config_class, default_env=env,
-        executor_name=systems.acting_node_name(system_class),
-        default_num_caches=systems.default_num_caches(system_class))
+        system, config_class, default_env=env,
+        executor_name=registry.declared_attribute(system, "executors_group", "executor"),
+        default_num_caches=None if num_caches is registry.NO_PARAMETER else num_caches)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -99,12 +111,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         return
     try:
         env = checked_environment(argv)
-        system_class = checked_system_class(flag_value(argv, "system"))
+        system = checked_system(flag_value(argv, "system"))
     except ValueError as error:
         console.fail(f"error: {error}")
     flags.DEFINE_string("system", None, "The registered system to train (see --helpfull).")
     launch.show_in_help(["system"])
-    app.run(system_main(system_class, env), argv)
+    system_main(system, env).run(argv)  # Parses and checks the flags, then imports it.
 
 
 if __name__ == "__main__":

@@ -96,6 +96,28 @@ def test_the_builtin_names_read_from_source_are_the_registered_ones():
     assert "madqn" in builtin and "happo" in builtin
 
 
+def test_what_train_reads_of_a_builtin_system_s_source_is_what_its_class_says():
+    """`train` defines a built-in system's flags from its source (config class, acting group,
+    default caches) before importing it: the same as the imported class's."""
+    from mava_systems.experiment import systems  # pylint: disable=import-outside-toplevel
+
+    paths = registry.builtin_system_paths()
+    for name, path in paths.items():
+        system_class = registry.system_class(name)
+        assert path == registry.class_path(system_class)
+        config_class = system_class.config_class
+        assert (registry.declared_class(path, "config_class")
+                == f"{config_class.__module__}:{config_class.__qualname__}")
+        assert (registry.declared_attribute(path, "executors_group", "executor")
+                == systems.acting_node_name(system_class))
+        caches = registry.declared_parameter_default(path, "num_caches")
+        assert ((None if caches is registry.NO_PARAMETER else caches)
+                == systems.default_num_caches(system_class)), name
+    # Both kinds occur: systems with cache flags (0 or 1) and systems that fix their own.
+    assert {systems.default_num_caches(registry.system_class(name)) for name in paths} >= {
+        None, 0, 1}
+
+
 def test_train_refuses_an_unknown_system_or_environment_without_tensorflow():
     probe = ("import sys\nfrom mava_systems import train\n"
              "for argv in ({!r}, {!r}, {!r}):\n"
