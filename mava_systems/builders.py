@@ -39,6 +39,7 @@ import reverb
 import tensorflow as tf
 import tree
 
+from mava_systems.runs import determinism
 from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import program_stop_event
 from mava_systems.data.batched_sequences import (BatchedSequenceWriter, batched_signature,
@@ -226,6 +227,15 @@ class MultiAgentBuilder:
         """The replay node's tables."""
         raise NotImplementedError
 
+    def spec_networks(self) -> Any:
+        """`make_networks()`, built only to read specs from (e.g. a recurrent core's state) where
+        no node's construction does: with `config.deterministic` under the construction lock
+        and from the seed (see `runs.determinism`), so that their random initial values shift
+        none of another node's, built meanwhile in another thread."""
+        with determinism.seeded_construction(self.config.seed,
+                                             getattr(self.config, "deterministic", False)):
+            return self.make_networks()
+
     def make_adder(self, replay_client: reverb.Client) -> adders.Adder:
         """Writes an executor's steps into replay."""
         raise NotImplementedError
@@ -304,7 +314,7 @@ class NStepReplayBuilder(MultiAgentBuilder):
         observation, see `ObservationExtrasSequenceAdder`): every network's state the agents
         act from there (`core_state`, agents stacked), the step mask and the environment's
         extras if replay stores them."""
-        networks = self.make_networks()
+        networks = self.spec_networks()
         core_state = {key: tree.map_structure(
                           lambda part: specs.Array(tuple(part.shape), np.float32),
                           self.acting_cores(networks)[key].initial_state(len(agents)))

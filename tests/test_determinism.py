@@ -9,10 +9,13 @@ import os
 import re
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
+from mava_systems.launching import launch
 from mava_systems.madqn import MADQN, MADQNConfig
 from mava_systems.nodes.lockstep import ServedSnapshots, TrainingSchedule
+from mava_systems.runs import determinism
 import wrappers
 
 from program_helpers import run_example
@@ -125,3 +128,37 @@ def test_served_variables_are_those_held_at_each_evaluated_step():
         assert "other" in str(error)
     else:
         raise AssertionError("variables of other names were served")
+
+
+def test_a_deterministic_run_says_what_will_not_repeat_outside_local_mt_with_one_executor():
+    """`--deterministic` repeats under local_mt with one executor and evaluation by steps; under
+    local_mp or Ray, with several executors or evaluation on the clock the run's header says
+    what does not repeat (docs/experiments.md, Deterministic runs)."""
+    config = MADQNConfig(deterministic=True)
+    assert determinism.launch_notes(config, 1, "local_mt") == []
+    assert determinism.launch_notes(MADQNConfig(), 2, "local_mp") == []
+    for launch_type in ("local_mp", "ray"):
+        (note,) = determinism.launch_notes(config, 1, launch_type)
+        assert f"under {launch_type}" in note and "local_mt" in note
+    (note,) = determinism.launch_notes(config, 2, "local_mt")
+    assert "2 executors" in note and "do not repeat" in note
+    (note,) = determinism.launch_notes(MADQNConfig(deterministic=True, evaluation_interval_s=5),
+                                       1, "local_mt")
+    assert "evaluation_interval_s" in note
+
+
+def test_the_run_header_carries_the_notes_before_anything_is_launched(tmp_path, monkeypatch):
+    said = []
+    monkeypatch.setattr(launch.console, "say", said.extend)
+
+    class Launched(Exception):
+        pass
+
+    def refuse(*_):
+        raise Launched
+    monkeypatch.setattr(launch, "launch", refuse)
+    system = MADQN(wrappers.make_environment_factory(ENV),
+                   config=MADQNConfig(deterministic=True), run_dir=str(tmp_path / "run"))
+    with pytest.raises(Launched):
+        launch.launch_and_wait(system, "local_mp", progress_interval_s=0, steps_at_start=0)
+    assert any("--deterministic under local_mp" in line for line in said)

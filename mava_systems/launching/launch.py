@@ -666,7 +666,8 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     `mava_systems.terminal.progress`) every `progress_interval_s` seconds (default:
     `--progress_interval_s` if defined, else 1 on a terminal and 30 otherwise; 0: none).
     `steps_at_start` is the step count the run resumes from (default: the newest in its logs).
-    `notes` are lines the header adds to the configuration (indented as its lines are).
+    `notes` are lines the header adds to the configuration (indented as its lines are), after
+    which it says what a `--deterministic` run launched so does not repeat (if anything).
     If a node failed and stopped the program, the summary and the error are printed, and the
     process exits with status 1 (`SystemExit`); if the program was stopped (Ctrl-C, SIGTERM)
     before the run's step limit, the summary says "Stopped" and the process exits with
@@ -675,7 +676,9 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     # pylint: disable=import-outside-toplevel  (TensorFlow: see the module's doc)
     from mava_systems.terminal import run_summary
     from mava_systems.runs.run_directory import CONFIG_FILE, format_run_config
+    from mava_systems.runs import determinism
     launch_type = launch_type or FLAGS.lp_launch_type
+    notes = [*notes, *determinism.launch_notes(system.config, system.num_executors, launch_type)]
     log_file = console.attach_run_dir(
         system.run_dir, f"==== {datetime.datetime.now():%Y-%m-%d %H:%M:%S} {shlex.join(sys.argv)}\n")
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.

@@ -79,7 +79,7 @@ class MAPPOBuilder(SequenceQueueBuilder):
     def recurrent_state_specs(self) -> Dict[str, Any]:
         """`{"policy_state": {key: spec}, "critic_state": {key: spec}}`: every network's state,
         its agents stacked (no `"critic_state"` with MLP critics)."""
-        networks = self.make_networks()
+        networks = self.spec_networks()
 
         def specs_of(modules: Dict[str, Any], rows: Dict[str, int]) -> Dict[str, Any]:
             return {key: tree.map_structure(

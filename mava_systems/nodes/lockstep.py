@@ -22,6 +22,7 @@ import collections
 import fractions
 import math
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -218,12 +219,22 @@ class LockstepBatches:
             self._changed.notify_all()
             return self._allowed
 
-    def wait_idle(self, step: int) -> None:
+    @property
+    def allowed_steps(self) -> int:
+        """The trainer steps the executors' fetches have allowed so far."""
+        with self._changed:
+            return self._allowed
+
+    def wait_idle(self, step: int, timeout_s: Optional[float] = None) -> None:
         """Returns once the trainer has taken `step` steps and waits for its next batch (its
-        variables are those of step `step`), or has gone past it, or stopped."""
+        variables are those of step `step`), or has gone past it, or stopped (or `timeout_s`
+        has passed, if given)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._changed:
             while not (self._handed_out > step or (self._handed_out == step and self._waiting)):
                 if self._sampling_stopped or self._stop_event.is_set() or self._error:
+                    return
+                if deadline is not None and time.monotonic() >= deadline:
                     return
                 self._changed.wait(WAIT_SLICE_S)
 
@@ -328,7 +339,7 @@ class _CountingWriter:
 
     def create_item(self, *args: Any, **kwargs: Any) -> None:
         self._writer.create_item(*args, **kwargs)
-        self._tracker.items += 1
+        self._tracker.created(self)
 
     def close(self) -> None:
         self.closed = True
@@ -354,6 +365,19 @@ class InsertionTracker:
         self._writers.add(writer)
         return writer
 
+    def created(self, writer: _CountingWriter) -> None:
+        """Counts an item `writer` has created. While other writers are open (an executor of
+        several environments, an adder each), waits until the item is in replay: the writers'
+        streams would otherwise reach the queue in the order of their timing, not of their
+        items' creation.
+
+        Raises:
+          ProgramStopping: if the program stops meanwhile.
+        """
+        self.items += 1
+        if sum(not other.closed for other in list(self._writers)) > 1:
+            self._flush(writer)
+
     def flush(self) -> None:
         """Waits until every item created so far is in replay.
 
@@ -361,13 +385,16 @@ class InsertionTracker:
           ProgramStopping: if the program stops meanwhile.
         """
         for writer in list(self._writers):
-            while not writer.closed:
-                try:
-                    writer.flush(timeout_ms=POLL_INTERVAL_MS)
-                    break
-                except reverb.errors.DeadlineExceededError:
-                    if self._stop_event.is_set():
-                        raise ProgramStopping() from None
+            self._flush(writer)
+
+    def _flush(self, writer: _CountingWriter) -> None:
+        while not writer.closed:
+            try:
+                writer.flush(timeout_ms=POLL_INTERVAL_MS)
+                return
+            except reverb.errors.DeadlineExceededError:
+                if self._stop_event.is_set():
+                    raise ProgramStopping() from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

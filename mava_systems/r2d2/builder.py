@@ -33,7 +33,7 @@ class R2D2Builder(MADQNBuilder):
 
     def extras_spec(self) -> dict:
         """What executors write with each step: the LSTM state before acting, stacked per network."""
-        networks = self.make_networks()
+        networks = self.spec_networks()
         return {"core_state": {
             key: tree.map_structure(lambda part: specs.Array(tuple(part.shape), np.float32),
                                     networks.q_networks[key].initial_state(len(agents)))

@@ -20,7 +20,7 @@ a run repeat (replay read in order, seeded sampling, lockstep variable fetches) 
 import contextlib
 import random
 import threading
-from typing import Iterator
+from typing import Any, Iterator, List
 
 import numpy as np
 import tensorflow as tf
@@ -41,3 +41,31 @@ def seeded_construction(seed: int, deterministic: bool = True) -> Iterator[None]
         np.random.seed(seed)
         tf.random.set_seed(seed)  # Also restarts the per-op seeds drawn from it.
         yield
+
+
+# The launch under which `config.deterministic` runs are tested to repeat.
+TESTED_LAUNCH_TYPE = "local_mt"
+
+
+def launch_notes(config: Any, num_executors: int, launch_type: str) -> List[str]:
+    """What a run with `config` (if `config.deterministic`) launched `launch_type` with
+    `num_executors` executors does not promise to repeat, one line each (none for a
+    deterministic run that repeats, or a usual run): docs/experiments.md, Deterministic runs."""
+    if not getattr(config, "deterministic", False):
+        return []
+    notes = []
+    if launch_type != TESTED_LAUNCH_TYPE:
+        notes.append(
+            f"--deterministic under {launch_type}: each node process seeds its own construction "
+            "and the lockstep calls are the same, but repeats are tested only under "
+            f"{TESTED_LAUNCH_TYPE}, and a node restarted after a failure starts a new schedule "
+            "(docs/experiments.md, Deterministic runs)")
+    if num_executors > 1:
+        notes.append(f"--deterministic with {num_executors} executors: their items reach replay "
+                     "in the order of their timing, so training is lockstepped but runs do not "
+                     "repeat; use --num_executors=1 for repeatable runs")
+    if not config.evaluates_by_steps:
+        notes.append("--deterministic with evaluation on the clock (evaluation_interval_s): "
+                     "each round plays the trainer's variables when its time comes, so the "
+                     "evaluator's rows do not repeat; use --evaluation_every_steps")
+    return notes

@@ -379,8 +379,14 @@ class TrainerLoop:
         checkpoint saves, even where data left in replay (e.g. IMPALA's queue)
         would have let the trainer go on until the program stopped. A step
         waiting for its batch is given up at its next sampling timeout (it has
-        changed nothing). The variables are still served until the program stops.
+        changed nothing). The variables are still served until the program stops. In a
+        deterministic run it first waits (up to `timeout_s`) for the steps the executors'
+        lockstep fetches allowed.
         """
+        if isinstance(self._dataset, LockstepBatches):
+            # The last fetch may come as the program reaches its limit: the final weights are
+            # those of every step the fetches allowed, however soon the stop follows.
+            self._dataset.wait_idle(self._dataset.allowed_steps, timeout_s)
         self._training_stopped.set()
         stop_sampling = getattr(self._dataset, "stop_sampling", None)
         if stop_sampling is not None:
