@@ -128,8 +128,11 @@ class TrainerLog:
     rows are lost).
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, executor_path: Optional[str] = None):
         self.path = path
+        # (time, executor 0's latest `queue_wait_s`) at each record, where it logs one.
+        self.executor_path = executor_path
+        self.queue_waits: List[Tuple[float, float]] = []
         # (time, trainer_steps, executor_steps, batch_wait_s or None where not logged)
         self.records: List[Tuple[float, int, int, Optional[float]]] = []
         self.policy_lags: List[float] = []  # The rows' mean policy lag (trainer steps), as read.
@@ -153,6 +156,9 @@ class TrainerLog:
         if self.records and record[1] == self.records[-1][1]:
             return False
         self.records.append(record)
+        executor_row = common.last_row(self.executor_path) if self.executor_path else None
+        if executor_row and executor_row.get("queue_wait_s"):
+            self.queue_waits.append((now, float(executor_row["queue_wait_s"])))
         if row.get("policy_lag"):
             self.policy_lags.append(float(row["policy_lag"]))
         return len(self.records) == 1
@@ -213,7 +219,8 @@ def run_once(launch_type: str, executors: int, args: Any,
     command = common.example_command(
         os.path.join(run_dir, "run"), launch_type, args.max_executor_steps,
         [f"--num_executors={executors}", *system_flags, *flags], system_name=example, root=root)
-    log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"))
+    log = TrainerLog(common.node_csv(os.path.join(run_dir, "run"), "trainer"),
+                     common.node_csv(os.path.join(run_dir, "run"), "executor_0"))
     launched = time.monotonic()
     process = common.start_example(command, output_path, root)
     tree = common.ProcessTree(process.pid)
@@ -286,6 +293,12 @@ def run_once(launch_type: str, executors: int, args: Any,
             result["trainer_batch_wait_share"] = (wait_1 - wait_0) / window
         if log.policy_lags:
             result["trainer_policy_lag"] = common.median(log.policy_lags[1:] or log.policy_lags)
+        if len(log.queue_waits) > 1:
+            # The share of executor 0's time it waited on the full on-policy queue.
+            (wait_start, queue_wait_0), (wait_end, queue_wait_1) = \
+                log.queue_waits[0], log.queue_waits[-1]
+            result["executor_queue_wait_share"] = (queue_wait_1 - queue_wait_0) / (
+                wait_end - wait_start)
         result.update({
             "seconds_to_first_trainer_step": start - launched,
             "executor_sps": (executor_1 - executor_0) / window,
@@ -347,6 +360,8 @@ def print_cpu_account(figures: Mapping[str, Any]) -> None:
         common.fmt(figures[key].get("trainer_batch_wait_share"), 2) for key in keys]))
     rows.append(("trainer: median policy lag of its logged batches (trainer steps)", *[
         common.fmt(figures[key].get("trainer_policy_lag"), 2) for key in keys]))
+    rows.append(("executor 0: share of its time waiting on the full queue", *[
+        common.fmt(figures[key].get("executor_queue_wait_share"), 2) for key in keys]))
     rows.append(("load average (1 min)", *[common.fmt(figures[key]["load_average"], 2)
                                            for key in keys]))
     common.print_table("CPU account: ms of CPU per executor step (cores busy), per node group, "
@@ -486,6 +501,8 @@ def main() -> None:
             [result.get("trainer_batch_wait_share") for result in good])
         entry["trainer_policy_lag"] = common.median(
             [result.get("trainer_policy_lag") for result in good])
+        entry["executor_queue_wait_share"] = common.median(
+            [result.get("executor_queue_wait_share") for result in good])
         entry["unclean_stops"] = sum(not result["stop"]["clean"] for result in results)
         entry["failed_runs"] = len(results) - len(good)
         entry["runs"] = results

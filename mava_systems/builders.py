@@ -528,4 +528,11 @@ class SequenceQueueBuilder(MultiAgentBuilder):
         return BatchedSequenceWriter(
             StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
             sequence_length=self.config.sequence_length,
-            period=self.config.sequence_length - 1)
+            period=self.config.sequence_length - 1,
+            max_in_flight_items=self.writer_items_in_flight)
+
+    @property
+    def writer_items_in_flight(self) -> int:
+        """Blocks a batched writer streams before waiting for replay to confirm them (each
+        one more block of data older than the policy the trainer has)."""
+        return getattr(self.config, "max_items_in_flight", 2)

@@ -2,6 +2,8 @@
 environments stepped together holds exactly the sequences B of Acme's sequence adders write,
 in blocks the trainer's dataset splits back into sequences."""
 
+import threading
+
 from acme import specs as acme_specs
 from acme.adders.reverb import sequence as acme_sequence
 import dm_env
@@ -158,3 +160,32 @@ def test_bad_arguments_are_refused(server):
         lane.add(np.zeros(2, np.int32), dm_env.transition(np.zeros(2), {}))
     with pytest.raises(ValueError, match="add_first needs the first timestep"):
         lane.add_first(dm_env.transition(np.zeros(2), {}))
+
+
+def test_with_no_items_in_flight_each_item_waits_for_the_full_queue_and_the_wait_is_counted():
+    """max_in_flight_items=0: the writer returns from an item only once replay holds it, so an
+    executor is never more than the queue's blocks ahead; `wait_s` counts its waits."""
+    server = reverb.Server([reverb.Table.queue(
+        "one_block", 1, signature=batched_signature(SIGNATURE, NUM_LANES))])
+    try:
+        client = reverb.Client(f"localhost:{server.port}")
+        batched = BatchedSequenceWriter(client, "one_block", NUM_LANES, SEQUENCE_LENGTH, PERIOD,
+                                        max_in_flight_items=0)
+        calls = vectorised_streams(seed=2, iterations=SEQUENCE_LENGTH + PERIOD,
+                                   episode_lengths=(20, 20, 20))
+        taken = []
+        sampler = threading.Timer(0.5, lambda: taken.extend(sampled(server, "one_block", 1)))
+        for iteration in range(len(calls[0])):
+            if iteration == SEQUENCE_LENGTH + 1:  # The first item is in the queue, confirmed.
+                assert client.server_info()["one_block"].current_size == 1
+                assert batched.wait_s < 0.5
+                sampler.start()
+            for lane in range(NUM_LANES):
+                feed(batched.lanes[lane], [calls[lane][iteration]])
+        # The second item waited for the sampler to take the first.
+        assert batched.wait_s >= 0.3
+        sampler.join()
+        assert len(taken) == 1
+        batched.close()
+    finally:
+        server.stop()

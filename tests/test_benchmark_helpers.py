@@ -187,3 +187,17 @@ def test_a_stop_is_clean_when_the_launcher_exits_as_a_stopped_run_does(exit_code
     assert process.stdout.readline().strip() == "ready"
     stop = common.stop_example(process, common.ProcessTree(process.pid), timeout_s=30)
     assert stop["returncode"] == exit_code and stop["clean"] is clean
+
+
+def test_the_trainer_log_reads_executor_zeros_queue_waits_with_each_trainer_row(tmp_path):
+    trainer_csv, executor_csv = tmp_path / "trainer.csv", tmp_path / "executor.csv"
+    log = program.TrainerLog(str(trainer_csv), str(executor_csv))
+    header = "trainer_steps,executor_steps,batch_wait_s,policy_lag\n"
+    trainer_csv.write_text(header + "1,100,0.5,2.0\n")
+    executor_csv.write_text("executor_steps,queue_wait_s\n100,0.25\n")
+    assert log.poll(10.0)
+    trainer_csv.write_text(header + "1,100,0.5,2.0\n5,900,1.5,3.0\n")
+    executor_csv.write_text("executor_steps,queue_wait_s\n100,0.25\n900,1.75\n")
+    assert not log.poll(12.0)
+    assert log.queue_waits == [(10.0, 0.25), (12.0, 1.75)]
+    assert log.policy_lags == [2.0, 3.0]

@@ -26,6 +26,7 @@ environment, are not trained on.
 import collections
 import math
 import operator
+import time
 from typing import Any, Deque, List, Optional, Sized
 
 from acme.adders.reverb import base as acme_base
@@ -73,7 +74,8 @@ class BatchedSequenceWriter:
 
     `lanes[i]` is environment i's adder. Items stream to the server without a
     round trip each: the writer waits only when more than `max_in_flight_items`
-    are unconfirmed (where a full queue holds executors back).
+    are unconfirmed (where a full queue holds executors back); `wait_s` adds up
+    those waits.
     """
 
     def __init__(self, client: Any, table: str, num_lanes: int, sequence_length: int,
@@ -93,6 +95,7 @@ class BatchedSequenceWriter:
         self._rows: List[Deque[Any]] = [collections.deque() for _ in range(num_lanes)]
         self._lanes_with_rows = 0
         self.rows_written = 0  # Stacked rows appended (each one row of every lane).
+        self.wait_s = 0.0  # Seconds spent waiting for items to be confirmed (see the class).
         self.lanes = [SequenceLane(self, index) for index in range(num_lanes)]
 
     def push(self, lane: int, row: Any) -> None:
@@ -144,7 +147,9 @@ class BatchedSequenceWriter:
                 **{field: tree.map_structure(last, history[field]) if field in history else ()
                    for field in acme_base.Trajectory._fields})
             self._writer.create_item(self._table, self._priority, trajectory)
+            started = time.monotonic()
             self._writer.flush(self._max_in_flight_items)
+            self.wait_s += time.monotonic() - started
 
 
 class SequenceLane:

@@ -74,6 +74,11 @@ class BatchedMAPPOExecutor:
             self._critic_states = self._tiled(actor.initial_critic_states())
 
     @property
+    def queue_wait_s(self) -> float:
+        """Seconds its writer has waited for replay to take its items (a full queue)."""
+        return 0.0 if self._writer is None else self._writer.wait_s
+
+    @property
     def num_steps(self) -> int:
         """Steps each environment has taken (where an exploration schedule stands)."""
         return int(self._steps.max())

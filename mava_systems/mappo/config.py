@@ -86,6 +86,11 @@ class MAPPOConfig(MultiAgentConfig):
     max_queue_size: int = bounded(64, 1, doc="Sequences the queue holds before executors wait.")
     prefetch_size: int = bounded(0, 0, doc="Batches prefetched by the dataset.")
     dataset_parallel_calls: int = bounded(1, 1, doc="Parallel Reverb sampling streams.")
+    max_items_in_flight: int = bounded(
+        0, 0,
+        doc="Items (blocks, with num_envs_per_executor > 1) a batched executor streams "
+            "unconfirmed before it waits (0: each waits until the queue holds it; a full "
+            "queue holds it back, so executors stay at most one queue ahead of the trainer).")
 
     # Acting: executors follow the trainer closely (the queue is on-policy).
     variable_update_period: int = bounded(20, 1, doc="Executor steps between variable fetches.")

@@ -106,9 +106,13 @@ class MAPPO(MultiAgentSystem):
         return repr(tree.flatten_with_path(table.info.signature))
 
     def executor_log_values(self, executor: Any) -> Dict[str, Any]:
-        """Each executor row logs the trainer step of the policy it acted with."""
+        """Each executor row logs the trainer step of the policy it acted with and, for a
+        batched executor, the seconds it has waited on the full queue (`queue_wait_s`)."""
         # With several environments, the version their shared actor acted with.
-        return {"policy_version": getattr(executor, "actor", executor).policy_version}
+        values = {"policy_version": getattr(executor, "actor", executor).policy_version}
+        if hasattr(executor, "queue_wait_s"):
+            values["queue_wait_s"] = executor.queue_wait_s
+        return values
 
 
 class IPPO(MAPPO):
