@@ -43,6 +43,7 @@ from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import program_stop_event
 from mava_systems.data.batched_sequences import (BatchedSequenceWriter, batched_signature,
                                                  items_holding)
+from mava_systems.data.batched_transitions import BatchedNStepAdder
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.nodes.lockstep import LockstepBatches, TrainingSchedule
 from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient, item_stream,
@@ -433,6 +434,19 @@ class NStepReplayBuilder(MultiAgentBuilder):
         writer (`SharedWriterClient`): the items each would write alone, in one stream."""
         shared = SharedWriterClient(StopAwareClient(replay_client), num_envs)
         return [self.transition_adder(shared) for _ in range(num_envs)]
+
+    def make_batched_writer(self, replay_client: reverb.Client, num_envs: int
+                            ) -> BatchedNStepAdder:
+        """`make_adder`'s items of `num_envs` environments computed in arrays and written
+        through one stream (see `BatchedNStepAdder`), for an executor that never splits
+        the batch."""
+        if self.recurrent:
+            raise NotImplementedError("recurrent agents' sequences are written per environment")
+        return BatchedNStepAdder(StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
+                                 n_step=self.config.n_step, discount=self.config.discount,
+                                 packer=self.make_transition_packer(),
+                                 environment_extras=bool(self.replay_environment_extras_spec()),
+                                 transitions_per_item=self.transitions_per_item)
 
     def transition_adder(self, client: Any) -> NStepTransitionAdder:
         """An adder of packed n-step transitions (`transitions_per_item` per item) through
