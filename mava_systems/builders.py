@@ -27,7 +27,8 @@ overlapping sequences, each trained on once; MAPPO's, and single-agent IMPALA's)
 
 import fractions
 import functools
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type,
+                    Union)
 
 from acme import adders
 from acme import specs as acme_specs
@@ -43,6 +44,7 @@ from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import program_stop_event
 from mava_systems.data.batched_sequences import (BatchedSequenceWriter, batched_signature,
                                                  items_holding)
+from mava_systems.data.batched_episode_sequences import BatchedEpisodeSequenceAdder
 from mava_systems.data.batched_transitions import BatchedNStepAdder
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.nodes.lockstep import LockstepBatches, TrainingSchedule
@@ -436,12 +438,16 @@ class NStepReplayBuilder(MultiAgentBuilder):
         return [self.transition_adder(shared) for _ in range(num_envs)]
 
     def make_batched_writer(self, replay_client: reverb.Client, num_envs: int
-                            ) -> BatchedNStepAdder:
-        """`make_adder`'s items of `num_envs` environments computed in arrays and written
-        through one stream (see `BatchedNStepAdder`), for an executor that never splits
-        the batch."""
+                            ) -> Union[BatchedNStepAdder, BatchedEpisodeSequenceAdder]:
+        """`make_adder`'s items of `num_envs` environments kept in arrays and written through
+        one stream (see `BatchedNStepAdder` and, with recurrent agents,
+        `BatchedEpisodeSequenceAdder`), for an executor that never splits the batch."""
         if self.recurrent:
-            raise NotImplementedError("recurrent agents' sequences are written per environment")
+            return BatchedEpisodeSequenceAdder(
+                StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
+                sequence_length=self.config.sequence_length,
+                period=self.config.steps_per_sequence,
+                stores_environment_extras=bool(self.replay_environment_extras_spec()))
         return BatchedNStepAdder(StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
                                  n_step=self.config.n_step, discount=self.config.discount,
                                  packer=self.make_transition_packer(),

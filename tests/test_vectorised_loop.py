@@ -329,11 +329,12 @@ def test_the_unsplit_loop_writes_what_the_split_loop_writes(config, tmp_path_fac
                 np.testing.assert_array_equal(one, other, err_msg=str(path))
 
 
-@pytest.mark.parametrize("config", [{}], ids=["feedforward"])
+@pytest.mark.parametrize("config", [{}, {"recurrent": True}], ids=["feedforward", "recurrent"])
 def test_the_unsplit_value_based_loop_writes_what_the_split_loop_writes(config,
                                                                        tmp_path_factory):
     """QMIX's batched executor (one epsilon-greedy policy call, n-step transitions computed in
-    arrays, `BatchedNStepAdder`) stores the items the split loop's per-environment adders
+    arrays, `BatchedNStepAdder`; recurrent agents' zero-padded sequences with their states,
+    `BatchedEpisodeSequenceAdder`) stores the items the split loop's per-environment adders
     store (observations, actions, n-step returns and discounts, global states, items across
     episode ends), counts the same steps and episodes, and explores at the same epsilon."""
     system = make_system("qmix", tmp_path_factory, num_envs_per_executor=NUM_ENVS, n_step=3,
@@ -367,7 +368,7 @@ def test_the_unsplit_value_based_loop_writes_what_the_split_loop_writes(config,
     assert expected[1]["executor_episodes"] >= NUM_ENVS  # Episodes ended and were reset.
     close([split_client, unsplit_client])
     server.stop()
-    assert len(split_client.items) >= NUM_ENVS * num_calls // 3
+    assert len(split_client.items) >= NUM_ENVS * num_calls // 20
     assert sorted(tree.flatten(tree.map_structure(lambda leaf: leaf.tobytes(), item))
                   for item in unsplit_client.items) == sorted(
         tree.flatten(tree.map_structure(lambda leaf: leaf.tobytes(), item))
