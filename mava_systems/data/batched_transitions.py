@@ -110,10 +110,6 @@ class BatchedNStepAdder:
         if self._writer is not None:
             self._writer.flush()
 
-    def reset(self) -> None:
-        """Forgets the running episodes' unwritten steps."""
-        self._unwritten[:] = self._count
-
     def _observation_row(self, observation: Any, extras: Optional[Mapping[str, Any]],
                          envs: np.ndarray) -> Any:
         if self.stores_environment_extras and extras is None:
