@@ -13,18 +13,14 @@ blocks of B sequences crossing episodes are the on-policy queue's layout, not
 this one's.)
 """
 
-from typing import Any, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 from acme.adders.reverb import base as acme_base
 import numpy as np
 import tree
 
-from mava_systems.data.row_rings import RowRings, ragged_ranges
+from mava_systems.data.row_rings import RowRings, ragged_ranges, rows_of
 from mava_systems.data.sequence_adder import STEP_MASK
-
-
-def _take(nest: Any, envs: np.ndarray) -> Any:
-    return tree.map_structure(lambda leaf: np.asarray(leaf)[envs], nest)
 
 
 class BatchedEpisodeSequenceAdder:
@@ -58,6 +54,7 @@ class BatchedEpisodeSequenceAdder:
         # with the reward and discount that followed (zeros at the final observation).
         self._observations = RowRings(num_envs, sequence_length + 1)
         self._actions = RowRings(num_envs, sequence_length + 1)
+        self._structures: Any = (None, None)  # Of an observation's row, of an action's.
         self._rows = np.zeros(num_envs, np.int64)  # Rows with an action, per running episode.
 
     def add_first(self, starting: np.ndarray, observation: Any,
@@ -78,12 +75,14 @@ class BatchedEpisodeSequenceAdder:
         envs = np.flatnonzero(stepped)
         if not len(envs):
             return
-        self._actions.put(envs, self._rows[envs], _take((action, reward, discount), envs))
+        step = (action, reward, discount)
+        self._structures = (self._structures[0], step)
+        self._actions.put(envs, self._rows[envs], rows_of(tree.flatten(step), envs))
         rows = self._rows[envs] + 1
         self._rows[envs] = rows
         ending = np.asarray(last)[envs]
         self._observations.put(envs, rows, self._observation_row(
-            next_observation, next_extras, envs, False, np.where(ending, 0.0, 1.0)))
+            next_observation, next_extras, envs, False, np.where(last, 0.0, 1.0)))
         length, period = self._length, self._period
         due = (rows == length) | ((rows > length) & ((rows - length) % period == 0))
         self._write(envs[due], rows[due])
@@ -105,11 +104,14 @@ class BatchedEpisodeSequenceAdder:
             self._writer.flush()
 
     def _observation_row(self, observation: Any, extras: Optional[Mapping[str, Any]],
-                         envs: np.ndarray, start: bool, mask: Any) -> Any:
-        count = len(envs)
-        row_extras = dict(_take(dict(extras or {}), envs))
-        row_extras[STEP_MASK] = np.broadcast_to(np.asarray(mask, np.float32), (count,))
-        return (_take(observation, envs), np.full(count, start), row_extras)
+                         envs: np.ndarray, start: bool, mask: Any) -> List[np.ndarray]:
+        """The leaves of the rows `envs` of an observation's row: `observation`, the start flag,
+        `extras` with the step mask `mask` (a number, or one per environment)."""
+        row_extras = dict(extras or {})
+        row_extras[STEP_MASK] = np.broadcast_to(np.asarray(mask, np.float32), (self._num_envs,))
+        row = (observation, np.full(self._num_envs, start), row_extras)
+        self._structures = (row, self._structures[1])
+        return rows_of(tree.flatten(row), envs)
 
     def _write(self, envs: np.ndarray, ends: np.ndarray) -> None:
         """Appends and makes an item of rows `ends[i] - sequence_length` to `ends[i] - 1` of each
@@ -117,13 +119,15 @@ class BatchedEpisodeSequenceAdder:
         if not len(envs):
             return
         of_env, rows = ragged_ranges(envs, ends - self._length, ends)
-        observation, start, extras = self._observations.take(of_env, rows)
-        action, reward, discount = self._actions.take(of_env, rows)
+        row_structure, step_structure = self._structures
+        observation, start, extras = tree.unflatten_as(
+            row_structure, self._observations.take(of_env, rows))
+        action, reward, discount = tree.unflatten_as(
+            step_structure, self._actions.take(of_env, rows))
         sequences = tree.map_structure(
             lambda leaf: leaf.reshape((len(envs), self._length) + leaf.shape[1:]),
             acme_base.Trajectory(observation=observation, action=action, reward=reward,
-                                 discount=discount, start_of_episode=start,
-                                 extras=extras))
+                                 discount=discount, start_of_episode=start, extras=extras))
         if self._writer is None:
             self._writer = self._client.trajectory_writer(num_keep_alive_refs=1)
         for index in range(len(envs)):

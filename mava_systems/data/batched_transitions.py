@@ -7,7 +7,7 @@ last `n_step` steps are kept in rings (`RowRings`), the transitions due at a ste
 (one per environment whose window is full, and the rest of an episode at its
 end) are gathered, their n-step returns and discounts computed for all of them
 in the same float32 operations as the per-environment adder, packed together
-(`ArrayPacker.pack_rows`), and each environment's items made of its own
+(`ArrayPacker.pack_leaf_rows`), and each environment's items made of its own
 transitions in its stream's order (an item may hold the end of one episode and
 the start of the next). Each item is still one append: the transitions of
 different environments are sampled independently.
@@ -15,25 +15,12 @@ different environments are sampled independently.
 
 from typing import Any, List, Mapping, Optional
 
-from acme import types
 import numpy as np
 import tree
 
 from mava_systems.data.packing import ArrayPacker
-from mava_systems.data.row_rings import RowRings, ragged_ranges
+from mava_systems.data.row_rings import RowRings, ragged_ranges, rows_of
 from mava_systems.data.transition_adder import transition_extras
-
-
-def _take(nest: Any, envs: np.ndarray) -> Any:
-    """The rows `envs` of every leaf of `nest` ([B, ...])."""
-    return tree.map_structure(lambda leaf: np.asarray(leaf)[envs], nest)
-
-
-def _where(keep: np.ndarray, new: Any, old: Any) -> Any:
-    """Per leaf, `new` on the rows `keep` ([M]) sets, else `old`."""
-    return tree.map_structure(
-        lambda one, other: np.where(keep.reshape((-1,) + (1,) * (np.ndim(one) - 1)), one, other),
-        new, old)
 
 
 class BatchedNStepAdder:
@@ -66,10 +53,14 @@ class BatchedNStepAdder:
         self._max_in_flight_items = max_in_flight_items
         self._priority = priority
         self._writer: Optional[Any] = None
-        # Row t of an episode: its observation (and extras), and the action taken there with
-        # the reward and discount that followed.
+        self._history: Optional[Any] = None
+        # Row t of an episode: its observation's leaves (then the environment's extras'), and
+        # the leaves of the action taken there with the reward and discount that followed.
         self._observations = RowRings(num_envs, n_step + 1)
         self._steps = RowRings(num_envs, n_step + 1)
+        self._extras: Mapping[str, Any] = {}  # The extras' structure.
+        self._observation_leaves = 0
+        self._step_leaves = (0, 0)  # Leaves of an action, of a reward (a discount's too).
         self._count = np.zeros(num_envs, np.int64)  # Actions of each running episode.
         self._unwritten = np.zeros(num_envs, np.int64)  # Its first transition not written.
         self._blocks: List[List[np.ndarray]] = [[] for _ in range(num_envs)]
@@ -93,7 +84,9 @@ class BatchedNStepAdder:
         if not len(envs):
             return
         taken = self._count[envs]
-        self._steps.put(envs, taken, _take((action, reward, discount), envs))
+        actions, rewards = tree.flatten(action), tree.flatten(reward)
+        self._step_leaves = (len(actions), len(rewards))
+        self._steps.put(envs, taken, rows_of(actions + rewards + tree.flatten(discount), envs))
         count = taken + 1
         self._count[envs] = count
         self._observations.put(envs, count, self._observation_row(next_observation,
@@ -111,34 +104,44 @@ class BatchedNStepAdder:
             self._writer.flush()
 
     def _observation_row(self, observation: Any, extras: Optional[Mapping[str, Any]],
-                         envs: np.ndarray) -> Any:
-        if self.stores_environment_extras and extras is None:
-            raise ValueError("this adder stores the environment's extras at every step; got none")
-        return _take((observation, dict(extras) if self.stores_environment_extras else {}), envs)
+                         envs: np.ndarray) -> List[np.ndarray]:
+        leaves = tree.flatten(observation)
+        self._observation_leaves = len(leaves)
+        if self.stores_environment_extras:
+            if extras is None:
+                raise ValueError("this adder stores the environment's extras at every step; "
+                                 "got none")
+            self._extras = dict(extras)
+            leaves = leaves + tree.flatten(self._extras)
+        return rows_of(leaves, envs)
 
     def _write(self, of_env: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
         """Packs the transitions from row `starts[i]` of `lengths[i]` steps of environments
         `of_env[i]` and adds each to its environment's item."""
-        (action, reward, discount) = self._steps.take(of_env, starts)
-        n_step_return = tree.map_structure(np.copy, reward)
-        total_discount = tree.map_structure(np.copy, discount)
+        num_actions, num_rewards = self._step_leaves
+        first = self._steps.take(of_env, starts)
+        returns = [leaf.copy() for leaf in first[num_actions:num_actions + num_rewards]]
+        totals = [leaf.copy() for leaf in first[num_actions + num_rewards:]]
         for step in range(1, int(lengths.max())):
             going = lengths > step
-            rewards, discounts = self._steps.take(of_env, starts + step)[1:]
-            total_discount = _where(going, tree.map_structure(
-                lambda total: total * self._discount, total_discount), total_discount)
-            n_step_return = _where(going, tree.map_structure(
-                lambda total, one, scale: total + one * scale, n_step_return, rewards,
-                total_discount), n_step_return)
-            total_discount = _where(going, tree.map_structure(
-                lambda total, one: total * one, total_discount, discounts), total_discount)
-        observation, first_extras = self._observations.take(of_env, starts)
-        next_observation, last_extras = self._observations.take(of_env, starts + lengths)
-        extras = (transition_extras(first_extras, last_extras)
-                  if self.stores_environment_extras else ())
-        packed = self._packer.pack_rows(types.Transition(
-            observation=observation, action=action, reward=n_step_return,
-            discount=total_discount, next_observation=next_observation, extras=extras))
+            later = self._steps.take(of_env, starts + step, first=num_actions)
+            for index, (reward, discount) in enumerate(zip(later[:num_rewards],
+                                                           later[num_rewards:])):
+                keep = going.reshape((-1,) + (1,) * (reward.ndim - 1))
+                total = np.where(keep, totals[index] * self._discount, totals[index])
+                returns[index] = np.where(keep, returns[index] + reward * total, returns[index])
+                totals[index] = np.where(keep, total * discount, total)
+        count = self._observation_leaves
+        observation = self._observations.take(of_env, starts)
+        next_observation = self._observations.take(of_env, starts + lengths)
+        extras = []
+        if self.stores_environment_extras:
+            extras = tree.flatten(transition_extras(
+                tree.unflatten_as(self._extras, observation[count:]),
+                tree.unflatten_as(self._extras, next_observation[count:])))
+        packed = self._packer.pack_leaf_rows(
+            observation[:count] + first[:num_actions] + returns + totals
+            + next_observation[:count] + extras)
         for env, row in zip(of_env.tolist(), packed):
             block = self._blocks[env]
             block.append(row)
@@ -152,4 +155,6 @@ class BatchedNStepAdder:
         if self._writer is None:
             self._writer = self._client.trajectory_writer(num_keep_alive_refs=1)
         self._writer.append(block[0] if len(block) == 1 else np.stack(block))
-        self._writer.create_item(self._table, self._priority, self._writer.history[-1])
+        if self._history is None:  # The one column's history: the same object from now on.
+            self._history = self._writer.history
+        self._writer.create_item(self._table, self._priority, self._history[-1])

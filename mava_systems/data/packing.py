@@ -75,7 +75,10 @@ class ArrayPacker:
     def pack_rows(self, nest: Any) -> np.ndarray:
         """`nest` of M rows (leaves `[M, *shape]`) as `[M, num_bytes]`: row i is `pack` of the
         nest's row i."""
-        leaves = tree.flatten(nest)
+        return self.pack_leaf_rows(tree.flatten(nest))
+
+    def pack_leaf_rows(self, leaves: Any) -> np.ndarray:
+        """`pack_rows` of a nest given as its leaves (`tree.flatten`'s order)."""
         if len(leaves) != len(self._dtypes):
             raise ValueError(f"expected a nest of {len(self._dtypes)} arrays, got {len(leaves)}")
         parts = []
