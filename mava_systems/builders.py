@@ -27,7 +27,8 @@ overlapping sequences, each trained on once; MAPPO's, and single-agent IMPALA's)
 
 import fractions
 import functools
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type,
+                    Union)
 
 from acme import adders
 from acme import specs as acme_specs
@@ -44,6 +45,8 @@ from mava_systems.runs.checkpointing import Checkpointing
 from mava_systems.nodes.lifecycle import program_stop_event
 from mava_systems.data.batched_sequences import (BatchedSequenceWriter, batched_signature,
                                                  items_holding)
+from mava_systems.data.batched_episode_sequences import BatchedEpisodeSequenceAdder
+from mava_systems.data.batched_transitions import BatchedNStepAdder
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.nodes.lockstep import LockstepBatches, TrainingSchedule
 from mava_systems.nodes.replay import (ReplayIterator, StopAwareClient, item_stream,
@@ -443,6 +446,23 @@ class NStepReplayBuilder(MultiAgentBuilder):
         writer (`SharedWriterClient`): the items each would write alone, in one stream."""
         shared = SharedWriterClient(StopAwareClient(replay_client), num_envs)
         return [self.transition_adder(shared) for _ in range(num_envs)]
+
+    def make_batched_writer(self, replay_client: reverb.Client, num_envs: int
+                            ) -> Union[BatchedNStepAdder, BatchedEpisodeSequenceAdder]:
+        """`make_adder`'s items of `num_envs` environments kept in arrays and written through
+        one stream (see `BatchedNStepAdder` and, with recurrent agents,
+        `BatchedEpisodeSequenceAdder`), for an executor that never splits the batch."""
+        if self.recurrent:
+            return BatchedEpisodeSequenceAdder(
+                StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
+                sequence_length=self.config.sequence_length,
+                period=self.config.steps_per_sequence,
+                stores_environment_extras=bool(self.replay_environment_extras_spec()))
+        return BatchedNStepAdder(StopAwareClient(replay_client), REPLAY_TABLE, num_envs,
+                                 n_step=self.config.n_step, discount=self.config.discount,
+                                 packer=self.make_transition_packer(),
+                                 environment_extras=bool(self.replay_environment_extras_spec()),
+                                 transitions_per_item=self.transitions_per_item)
 
     def transition_adder(self, client: Any) -> NStepTransitionAdder:
         """An adder of packed n-step transitions (`transitions_per_item` per item) through

@@ -358,9 +358,9 @@ class MultiAgentSystem(DistributedSystem):
                          variable_client: Any, seeds: Sequence[int], agents: Sequence[str]
                          ) -> Optional[Any]:
         """The executor of a vectorised environment (with `agents`) that never splits the batch
-        (the builder's `make_batched_executor`, see `acting/unsplit_loop.py`), where the
-        executors write batched and the family has one; else None."""
-        if not self.writes_batched:
+        (the builder's `make_batched_executor`, see `acting/unsplit_loop.py`), where executors
+        step vectorised environments and the family has one; else None."""
+        if not self._vectorised:
             return None
         return self.builder.make_batched_executor(networks, replay, variable_client, seeds,
                                                   agents, **exploration)

@@ -75,3 +75,14 @@ def test_layouts_with_the_same_size_have_different_signatures():
     assert first.signature() != swapped.signature()
     same = ArrayPacker({"a": tf.TensorSpec([2], tf.float32), "b": tf.TensorSpec([1], tf.int32)})
     assert first.signature() == same.signature()
+
+
+def test_packing_rows_at_once_gives_each_rows_own_bytes():
+    packer = ArrayPacker(SPEC)
+    rng = np.random.default_rng(1)
+    items = [_random_item(rng) for _ in range(5)]
+    rows = tf.nest.map_structure(lambda *leaves: np.stack(leaves), *items)
+    np.testing.assert_array_equal(packer.pack_rows(rows),
+                                  np.stack([packer.pack(item) for item in items]))
+    with pytest.raises(ValueError, match="expected rows of shape"):
+        packer.pack_rows({**rows, "wide": rows["wide"][:, :1]})

@@ -19,6 +19,7 @@ from mava_systems.acting.exploration import LinearEpsilon
 from mava_systems.acting.multi_environment import MultiEnvironmentExecutor, environment_seeds
 from mava_systems.acting.unsplit_loop import UnsplitEnvironmentLoop
 from mava_systems.acting.vectorised_loop import VectorisedEnvironmentLoop
+from mava_systems.madqn.batched_execution import BatchedMADQNExecutor
 from mava_systems.mappo.batched_execution import BatchedMAPPOExecutor
 from mava_systems.mappo.execution import CRITIC_STATE
 from mava_systems.multiagent import RESUME_SEED_STRIDE
@@ -326,6 +327,52 @@ def test_the_unsplit_loop_writes_what_the_split_loop_writes(config, tmp_path_fac
                 np.testing.assert_allclose(one, other, rtol=1e-5, atol=1e-6, err_msg=str(path))
             else:
                 np.testing.assert_array_equal(one, other, err_msg=str(path))
+
+
+@pytest.mark.parametrize("config", [{}, {"recurrent": True}], ids=["feedforward", "recurrent"])
+def test_the_unsplit_value_based_loop_writes_what_the_split_loop_writes(config,
+                                                                       tmp_path_factory):
+    """QMIX's batched executor (one epsilon-greedy policy call, n-step transitions computed in
+    arrays, `BatchedNStepAdder`; recurrent agents' zero-padded sequences with their states,
+    `BatchedEpisodeSequenceAdder`) stores the items the split loop's per-environment adders
+    store (observations, actions, n-step returns and discounts, global states, items across
+    episode ends), counts the same steps and episodes, and explores at the same epsilon."""
+    system = make_system("qmix", tmp_path_factory, num_envs_per_executor=NUM_ENVS, n_step=3,
+                         transitions_per_item=2, **config)
+    server = reverb.Server([reverb.Table(table.name, reverb.selectors.Uniform(),
+                                         reverb.selectors.Fifo(), 10 ** 6,
+                                         reverb.rate_limiters.MinSize(1))
+                            for table in system.replay()])
+    client = reverb.Client(f"localhost:{server.port}")
+    networks = system.builder.make_networks()
+    seeds = environment_seeds(3, 0, NUM_ENVS, 0, RESUME_SEED_STRIDE)
+    num_calls = 2 * EPISODE_LIMIT + 20
+
+    def run(loop_class, executor):
+        counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
+        loop = loop_class(system.vectorised_environment(NUM_ENVS), executor, seeds,
+                          counter=counter)
+        loop.run(num_steps=1)
+        taken = NUM_ENVS + sum(loop.step() for _ in range(num_calls - 1))
+        loop.counting.flush()
+        return taken, counter.get_counts(), executor.num_steps, executor.epsilon
+
+    split_client, unsplit_client = RecordingClient(client), RecordingClient(client)
+    split = system.multi_environment_executor(networks, exploration(system), split_client, None,
+                                              seeds, batched=system.writes_batched)
+    unsplit = system.batched_executor(networks, exploration(system), unsplit_client, None,
+                                      seeds, system.vectorised_environment(NUM_ENVS).agents)
+    assert isinstance(unsplit, BatchedMADQNExecutor)
+    expected = run(VectorisedEnvironmentLoop, split)
+    assert run(UnsplitEnvironmentLoop, unsplit) == expected
+    assert expected[1]["executor_episodes"] >= NUM_ENVS  # Episodes ended and were reset.
+    close([split_client, unsplit_client])
+    server.stop()
+    assert len(split_client.items) >= NUM_ENVS * num_calls // 20
+    assert sorted(tree.flatten(tree.map_structure(lambda leaf: leaf.tobytes(), item))
+                  for item in unsplit_client.items) == sorted(
+        tree.flatten(tree.map_structure(lambda leaf: leaf.tobytes(), item))
+        for item in split_client.items)
 
 
 def test_the_unsplit_loop_stops_within_one_episode_per_environment_of_the_limit(

@@ -72,6 +72,24 @@ class ArrayPacker:
             parts.append(array.tobytes())
         return np.frombuffer(b"".join(parts), dtype=np.uint8)
 
+    def pack_rows(self, nest: Any) -> np.ndarray:
+        """`nest` of M rows (leaves `[M, *shape]`) as `[M, num_bytes]`: row i is `pack` of the
+        nest's row i."""
+        return self.pack_leaf_rows(tree.flatten(nest))
+
+    def pack_leaf_rows(self, leaves: Any) -> np.ndarray:
+        """`pack_rows` of a nest given as its leaves (`tree.flatten`'s order)."""
+        if len(leaves) != len(self._dtypes):
+            raise ValueError(f"expected a nest of {len(self._dtypes)} arrays, got {len(leaves)}")
+        parts = []
+        for index in self._order:
+            array = np.asarray(leaves[index], dtype=self._dtypes[index])
+            if array.shape[1:] != self._shapes[index]:
+                raise ValueError(f"expected rows of shape {self._shapes[index]}, got "
+                                 f"{array.shape[1:]}")
+            parts.append(np.ascontiguousarray(array).reshape(len(array), -1).view(np.uint8))
+        return np.concatenate(parts, axis=1)
+
     def unpack_rows(self, packed: tf.Tensor) -> Any:
         """Packed items `[..., num_bytes]` -> the nest with every leading dimension flattened
         into one: leaves `[N, *shape]` (e.g. a batch of items of several transitions each

@@ -1,6 +1,6 @@
 """Makes MADQN's parts: replay tables, dataset, adder, networks, trainer, executors."""
 
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from acme import adders
 from acme.tf import variable_utils
@@ -9,6 +9,7 @@ import reverb
 from mava_systems.builders import REPLAY_TABLE, NStepReplayBuilder
 from mava_systems.acting.exploration import ConstantEpsilon
 from mava_systems.nodes.variables import VersionedVariableClient
+from mava_systems.madqn.batched_execution import BatchedMADQNExecutor
 from mava_systems.madqn.execution import (ExplorationSchedule, MADQNExecutor,
                                           RecurrentMADQNExecutor)
 from mava_systems.madqn.networks import MADQNNetworks, make_networks
@@ -96,3 +97,26 @@ class MADQNBuilder(NStepReplayBuilder):
         """A greedy executor that writes nothing (the evaluator's, and `evaluate`'s)."""
         return self.make_executor(networks, ConstantEpsilon(0.0), variable_client=variable_client,
                                   seed=seed)
+
+    def make_batched_executor(self, networks: MADQNNetworks, replay_client: Optional[Any],
+                              variable_client: Optional[variable_utils.VariableClient],
+                              seeds: Sequence[int], agents: Sequence[str],
+                              evaluation: bool = False,
+                              exploration_schedule: Optional[ExplorationSchedule] = None
+                              ) -> Optional[BatchedMADQNExecutor]:
+        """The B environments' executor acting and writing in arrays (see
+        `BatchedMADQNExecutor`), for the family's own executors only (a subclass's executor
+        splits the batch); greedy with `evaluation`; with no `replay_client` it writes
+        nothing."""
+        if self.executor_class_to_use() not in (MADQNExecutor, RecurrentMADQNExecutor):
+            return None
+        if evaluation:
+            actor = self.make_evaluation_executor(networks, variable_client, seed=list(seeds))
+        else:
+            actor = self.make_executor(networks, exploration_schedule,
+                                       variable_client=variable_client, seed=list(seeds))
+        adder = (None if replay_client is None
+                 else self.make_batched_writer(replay_client, len(seeds)))
+        return BatchedMADQNExecutor(actor, adder, agents, len(seeds),
+                                    stores_state="env_state" in
+                                    self.replay_environment_extras_spec())

@@ -13,32 +13,19 @@ an environment's episode end makes its final observation's row (zeros beside it)
 at the batched reset step that follows.
 """
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import tree
 
+from mava_systems.acting.batched_acting import BatchedActing, masked, rows
 from mava_systems.acting.unsplit_loop import FIRST
 from mava_systems.data.batched_sequences import BatchedSequenceWriter
 from mava_systems.mappo.execution import (AGENTS, CRITIC_STATE, POLICY_STATE, MAPPOExecutor,
                                           RecurrentMAPPOExecutor)
-from wrappers import OLT
 
 
-def _masked(keep: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """`values` ([B, ...]) where `keep` ([B]) is set, zeros of their dtype elsewhere."""
-    values = np.asarray(values)
-    return np.where(keep.reshape((-1,) + (1,) * (values.ndim - 1)), values,
-                    np.zeros((), values.dtype))
-
-
-def _rows(values: np.ndarray) -> np.ndarray:
-    """[B, agents, ...] -> [B * agents, ...]: environments' agents in turn, as a policy takes
-    them."""
-    return values.reshape((-1,) + values.shape[2:])
-
-
-class BatchedMAPPOExecutor:
+class BatchedMAPPOExecutor(BatchedActing):
     """Acts for B environments in one policy call and writes their steps as blocks (see the
     module's docstring).
 
@@ -53,18 +40,11 @@ class BatchedMAPPOExecutor:
         """`agents` are the batched environment's, in the order of its agent axis;
         `stores_state`: replay stores the environment's global state with each observation;
         `centralised`: recurrent critics see the global state."""
-        agents = list(agents)
-        self.actor = actor
-        self.num_environments = int(num_envs)
+        super().__init__(actor, agents, num_envs)
         self._writer = writer
         self._stores_state = stores_state
         self._centralised = centralised
-        self._columns = {key: np.array([agents.index(agent) for agent in names])
-                         for key, names in actor.stacker.agents_by_network.items()}
-        self._num_agents = len(agents)
-        self._steps = np.zeros(self.num_environments, np.int64)
         self._recurrent = isinstance(actor, RecurrentMAPPOExecutor)
-        self._stacked: Dict[str, OLT] = {}  # The last step's observations per network.
         self._pending: Tuple[Any, np.ndarray] = ({}, np.zeros(0, bool))  # Its rows' observation.
         self._chosen: Tuple[Dict[str, Any], Dict[str, Any], int] = ({}, {}, 0)
         self._steps_critics = self._recurrent and actor.steps_critics
@@ -78,37 +58,25 @@ class BatchedMAPPOExecutor:
         """Seconds its writer has waited for replay to take its items (a full queue)."""
         return 0.0 if self._writer is None else self._writer.wait_s
 
-    @property
-    def num_steps(self) -> int:
-        """Steps each environment has taken (where an exploration schedule stands)."""
-        return int(self._steps.max())
-
-    @num_steps.setter
-    def num_steps(self, steps: int) -> None:
-        self._steps[:] = steps
-
     def select_actions(self, batched: Any) -> np.ndarray:
         """Every environment's agents' actions ([B, agents]) from one policy call on the last
         observed step (`batched`, whose observations `observe` sliced)."""
         del batched  # Sliced by `observe`.
-        rows = {key: OLT(*map(_rows, observation)) for key, observation in self._stacked.items()}
+        policy_rows = self._policy_rows()
         self.actor.num_steps = self.num_steps
         if self._recurrent:
             outputs, new_states = self.actor.policy_outputs(
-                rows, self.actor.epsilon, tree.map_structure(_rows, self._policy_states))
+                policy_rows, self.actor.epsilon, tree.map_structure(rows, self._policy_states))
             self._policy_states = self._advanced(self._policy_states, new_states)
         else:
-            outputs = self.actor.policy_outputs(rows, self.actor.epsilon)
+            outputs = self.actor.policy_outputs(policy_rows, self.actor.epsilon)
         num_envs = self.num_environments
         chosen = {key: np.asarray(action).reshape(num_envs, -1)
                   for key, (action, _) in outputs.items()}
         log_probs = {key: np.asarray(log_prob).reshape(num_envs, -1)
                      for key, (_, log_prob) in outputs.items()}
         self._chosen = (chosen, log_probs, self.actor.policy_version)
-        actions = np.empty((num_envs, self._num_agents), next(iter(chosen.values())).dtype)
-        for key, columns in self._columns.items():
-            actions[:, columns] = chosen[key]
-        return actions
+        return self._agent_actions(chosen)
 
     def observe(self, actions: Optional[np.ndarray], batched: Any, stepped: np.ndarray,
                 starting: np.ndarray, write: bool) -> None:
@@ -118,11 +86,7 @@ class BatchedMAPPOExecutor:
         if write and self._writer is not None:
             self._writer.append_block(self._block(batched))
         self._steps += stepped
-        self._stacked = {key: OLT(batched.observation[:, columns],
-                                  batched.legal_actions[:, columns],
-                                  batched.terminal[:, columns])
-                         for key, columns in self._columns.items()}
-        observation = {AGENTS: self._stacked}
+        observation = {AGENTS: self._slice(batched)}
         if self._stores_state:
             observation["env_state"] = batched.state
         if self._recurrent:
@@ -139,10 +103,6 @@ class BatchedMAPPOExecutor:
                 self._advance_critics(batched, bool(starting.any()))
         self._pending = (observation, batched.step_type == FIRST)
 
-    def update(self, wait: bool = False) -> None:
-        """Fetches the source's latest variables for the actor."""
-        self.actor.update(wait)
-
     def _block(self, batched: Any) -> Dict[str, Any]:
         """The rows of the step that led to `batched`: the previous observation with the actions
         chosen there, their reward, discount and extras; an environment restarting at `batched`
@@ -152,15 +112,14 @@ class BatchedMAPPOExecutor:
         observation, start = self._pending
 
         def per_network(values: np.ndarray) -> Dict[str, np.ndarray]:
-            return {key: _masked(keep, values[:, columns])
-                    for key, columns in self._columns.items()}
+            return {key: masked(keep, part) for key, part in self._per_network(values).items()}
 
         return dict(
             observation=observation, start_of_episode=start,
-            action={key: _masked(keep, values) for key, values in chosen.items()},
+            action={key: masked(keep, values) for key, values in chosen.items()},
             reward=per_network(batched.reward), discount=per_network(batched.discount),
-            extras={"log_prob": {key: _masked(keep, values) for key, values in log_probs.items()},
-                    "policy_version": _masked(keep, np.full(len(keep), version, np.int64))})
+            extras={"log_prob": {key: masked(keep, values) for key, values in log_probs.items()},
+                    "policy_version": masked(keep, np.full(len(keep), version, np.int64))})
 
     def _advance_critics(self, batched: Any, new_episode: bool) -> None:
         """Steps every critic on what it sees at `batched`'s observations (as each stream of
@@ -182,38 +141,7 @@ class BatchedMAPPOExecutor:
                 state = np.broadcast_to(global_state[:, None],
                                         (num_envs, own.shape[1], global_state.shape[-1]))
                 own = np.concatenate([state, own], axis=-1)
-            inputs[key] = _rows(own)
+            inputs[key] = rows(own)
         new_states = self.actor.stepped_critic_states(
-            inputs, tree.map_structure(_rows, self._critic_states), new_episode)
+            inputs, tree.map_structure(rows, self._critic_states), new_episode)
         self._critic_states = self._advanced(self._critic_states, new_states)
-
-    def _advanced(self, states: Mapping[str, Any], new_rows: Mapping[str, Any]
-                  ) -> Dict[str, Any]:
-        """`states` ([B, agents, ...] per network) taking `new_rows` ([B * agents, ...]) for the
-        agents still in their episode at the last observed step (`RecurrentStates.advance`)."""
-        advanced = dict(states)
-        for key, new in new_rows.items():
-            present = (1.0 - np.asarray(self._stacked[key].terminal)) > 0
-            advanced[key] = tree.map_structure(
-                lambda new, old, present=present: np.where(
-                    present.reshape(present.shape + (1,) * (old.ndim - 2)),
-                    np.asarray(new, np.float32).reshape(old.shape), old),
-                new, states[key])
-        return advanced
-
-    def _tiled(self, initial: Mapping[str, Any]) -> Dict[str, Any]:
-        """Every environment's copy of `initial` ([agents, ...] per network): [B, agents, ...]."""
-        return {key: tree.map_structure(
-                    lambda part: np.repeat(np.asarray(part, np.float32)[None],
-                                           self.num_environments, axis=0), state)
-                for key, state in initial.items()}
-
-    def _reset(self, states: Mapping[str, Any], starting: np.ndarray,
-               initial: Mapping[str, Any]) -> Dict[str, Any]:
-        """`states` with the `starting` environments' rows back to `initial`."""
-        return {key: tree.map_structure(
-                    lambda old, first: np.where(
-                        starting.reshape((-1,) + (1,) * (old.ndim - 1)),
-                        np.asarray(first, np.float32)[None], old),
-                    states[key], initial[key])
-                for key in states}
