@@ -22,6 +22,8 @@ import numpy as np
 import sonnet as snt
 import tensorflow as tf
 
+from mava_systems.training import graph_conversion  # noqa: F401  (AutoGraph's rules)
+
 
 class NumpyLayer:
     """A layer's forward pass in NumPy over copies of its variables (and its sublayers').

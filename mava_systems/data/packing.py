@@ -90,12 +90,16 @@ class ArrayPacker:
             parts.append(np.ascontiguousarray(array).reshape(len(array), -1).view(np.uint8))
         return np.concatenate(parts, axis=1)
 
+    # Not rewritten by AutoGraph when traced (about a second of a trainer's first step): its
+    # loops and branches are over the layout, fixed Python values.
+    @tf.autograph.experimental.do_not_convert
     def unpack_rows(self, packed: tf.Tensor) -> Any:
         """Packed items `[..., num_bytes]` -> the nest with every leading dimension flattened
         into one: leaves `[N, *shape]` (e.g. a batch of items of several transitions each
         -> one row per transition)."""
         return self.unpack(tf.reshape(packed, [-1, self.num_bytes]))
 
+    @tf.autograph.experimental.do_not_convert
     def unpack(self, packed: tf.Tensor) -> Any:
         """Packed items `[..., num_bytes]` (any leading dimensions) -> the nest, leaves `[..., *shape]`."""
         outer = tf.shape(packed)[:-1]

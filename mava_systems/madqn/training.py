@@ -143,6 +143,10 @@ class MADQNTrainer(TrainerLoop):
             self._optimizers = {key: snt.optimizers.Adam(learning_rate)
                                 for key in networks.q_networks}
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        # Adam's slots are made here rather than in the first step: a traced step that creates
+        # variables is traced twice (about a third of a trainer's first step).
+        for key, optimizer in self._optimizers.items():
+            optimizer._initialize(self._optimized_variables(key))  # pylint: disable=protected-access
         # Restores `state`.
         super().__init__(dataset, counter, logger, make_checkpointing, unpack, steps_per_call,
                          jit_compile)
@@ -268,7 +272,7 @@ class MADQNTrainer(TrainerLoop):
                 loss, td_error, q_tm1 = self.network_loss(key, transitions)
                 per_transition = tf.reshape(loss, [batch_size, len(agents)])
                 loss = tf.reduce_mean(per_transition * weights[:, None])
-            gradient_norm = self._apply(tape, loss, network.trainable_variables, key)
+            gradient_norm = self._apply(tape, loss, self._optimized_variables(key), key)
             abs_td.append(tf.reshape(self.row_priorities(td_error), [batch_size, len(agents)]))
             fetches[f"loss/{key}"] = loss
             fetches[f"q_value/{key}"] = tf.reduce_mean(q_tm1)
@@ -278,19 +282,31 @@ class MADQNTrainer(TrainerLoop):
 
     def _joint_step(self, transitions: acme_types.Transition, weights: tf.Tensor
                     ) -> Dict[str, tf.Tensor]:
-        variables = [variable for network in self._networks.q_networks.values()
-                     for variable in network.trainable_variables]
-        variables += [variable for module in self._modules.values()
-                      for variable in module.online.trainable_variables]
+        variables = self._optimized_variables("joint")
         with tf.GradientTape() as tape:
             loss, priorities, extra_fetches = self.joint_loss(transitions, weights)
         gradient_norm = self._apply(tape, loss, variables, "joint")
         return {"loss": loss, "gradient_norm": gradient_norm, **extra_fetches,
                 PRIORITIES: priorities}
 
+    def _optimized_variables(self, optimizer: str) -> List[tf.Variable]:
+        """The variables optimizer `optimizer` updates, in the order of its slots: network
+        `optimizer`'s, or ("joint") every network's then every module's."""
+        if optimizer != "joint":
+            return list(self._networks.q_networks[optimizer].trainable_variables)
+        variables = [variable for network in self._networks.q_networks.values()
+                     for variable in network.trainable_variables]
+        return variables + [variable for module in self._modules.values()
+                            for variable in module.online.trainable_variables]
+
     def _apply(self, tape: tf.GradientTape, loss: tf.Tensor, variables: Sequence[tf.Variable],
                optimizer: str) -> tf.Tensor:
         """One clipped optimizer step on `loss`'s gradients; returns their norm before clipping."""
+        slots = self._optimizers[optimizer].m
+        if len(slots) != len(variables) or any(
+                slot.shape != variable.shape for slot, variable in zip(slots, variables)):
+            raise ValueError(f"optimizer {optimizer!r} has slots for other variables than the "
+                             f"{len(variables)} it is applied to (made before they all existed?)")
         gradients = tape.gradient(loss, variables)
         gradients, gradient_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
         self._optimizers[optimizer].apply(gradients, variables)

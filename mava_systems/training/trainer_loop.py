@@ -16,6 +16,7 @@ from mava_systems.nodes.lifecycle import (ProgramStopping, keep_serving_after_st
                                           program_stop_event, run_watched)
 from mava_systems.nodes.lockstep import LockstepBatches, ServedSnapshots
 from mava_systems.nodes.replay import ReplayIterator
+from mava_systems.training import graph_conversion  # noqa: F401  (AutoGraph's rules)
 
 # The fetch holding each sampled item's new replay priority (prioritised replay).
 PRIORITIES = "priorities"
