@@ -73,13 +73,18 @@ class RecordingClient:
         return getattr(self._client, name)
 
 
+def unbounded_server(system):
+    """A Reverb server with the system's tables, unbounded (nothing consumes the items)."""
+    return reverb.Server([reverb.Table(table.name, reverb.selectors.Uniform(),
+                                       reverb.selectors.Fifo(), 10 ** 6,
+                                       reverb.rate_limiters.MinSize(1))
+                          for table in system.replay()])
+
+
 @pytest.fixture(scope="module")
 def client(system):
     """A client of a server with the system's tables, unbounded (nothing consumes the items)."""
-    server = reverb.Server([reverb.Table(table.name, reverb.selectors.Uniform(),
-                                         reverb.selectors.Fifo(), 10 ** 6,
-                                         reverb.rate_limiters.MinSize(1))
-                            for table in system.replay()])
+    server = unbounded_server(system)
     yield reverb.Client(f"localhost:{server.port}")
     server.stop()
 
@@ -287,10 +292,7 @@ def test_the_unsplit_loop_writes_what_the_split_loop_writes(config, tmp_path_fac
     the policy and the writer) stores the same blocks, counts the same steps and episodes and
     takes the same policy outputs as the vectorised loop of batched adders, with the same seeds."""
     system = make_system("mappo", tmp_path_factory, num_envs_per_executor=NUM_ENVS, **config)
-    server = reverb.Server([reverb.Table(table.name, reverb.selectors.Uniform(),
-                                         reverb.selectors.Fifo(), 10 ** 6,
-                                         reverb.rate_limiters.MinSize(1))
-                            for table in system.replay()])
+    server = unbounded_server(system)
     client = reverb.Client(f"localhost:{server.port}")
     networks = system.builder.make_networks()
     seeds = environment_seeds(3, 0, NUM_ENVS, 0, RESUME_SEED_STRIDE)
@@ -339,10 +341,7 @@ def test_the_unsplit_value_based_loop_writes_what_the_split_loop_writes(config,
     episode ends), counts the same steps and episodes, and explores at the same epsilon."""
     system = make_system("qmix", tmp_path_factory, num_envs_per_executor=NUM_ENVS, n_step=3,
                          transitions_per_item=2, **config)
-    server = reverb.Server([reverb.Table(table.name, reverb.selectors.Uniform(),
-                                         reverb.selectors.Fifo(), 10 ** 6,
-                                         reverb.rate_limiters.MinSize(1))
-                            for table in system.replay()])
+    server = unbounded_server(system)
     client = reverb.Client(f"localhost:{server.port}")
     networks = system.builder.make_networks()
     seeds = environment_seeds(3, 0, NUM_ENVS, 0, RESUME_SEED_STRIDE)

@@ -20,7 +20,7 @@ import tree
 
 from mava_systems.data.packing import ArrayPacker
 from mava_systems.data.row_rings import RowRings, ragged_ranges, rows_of
-from mava_systems.data.transition_adder import transition_extras
+from mava_systems.data.transition_adder import check_item_arguments, transition_extras
 
 
 class BatchedNStepAdder:
@@ -38,10 +38,7 @@ class BatchedNStepAdder:
                  packer: ArrayPacker, environment_extras: bool = False,
                  transitions_per_item: int = 1, max_in_flight_items: int = 64,
                  priority: float = 1.0):
-        if n_step < 1:
-            raise ValueError(f"n_step must be at least 1, got {n_step}")
-        if transitions_per_item < 1:
-            raise ValueError(f"transitions_per_item must be at least 1, got {transitions_per_item}")
+        check_item_arguments(n_step, transitions_per_item)
         self._client = client
         self._table = table
         self._num_envs = int(num_envs)

@@ -56,10 +56,7 @@ class NStepTransitionAdder(base.Adder):
                  max_in_flight_items: int = 64, priority: float = 1.0,
                  packer: Optional[ArrayPacker] = None, environment_extras: bool = False,
                  transitions_per_item: int = 1):
-        if n_step < 1:
-            raise ValueError(f"n_step must be at least 1, got {n_step}")
-        if transitions_per_item < 1:
-            raise ValueError(f"transitions_per_item must be at least 1, got {transitions_per_item}")
+        check_item_arguments(n_step, transitions_per_item)
         self._transitions_per_item = transitions_per_item
         self._block: List[Any] = []  # Transitions (packed, if packing) not yet in an item.
         self._client = client
@@ -242,6 +239,14 @@ class _SharedWriter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._writer, name)
+
+
+def check_item_arguments(n_step: int, transitions_per_item: int) -> None:
+    """Refuses an n-step adder's `n_step` or `transitions_per_item` below 1, naming it."""
+    if n_step < 1:
+        raise ValueError(f"n_step must be at least 1, got {n_step}")
+    if transitions_per_item < 1:
+        raise ValueError(f"transitions_per_item must be at least 1, got {transitions_per_item}")
 
 
 def transition_extras(first: Mapping[str, Any], last: Mapping[str, Any]) -> Dict[str, Any]:
