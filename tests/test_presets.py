@@ -186,6 +186,17 @@ def saved_grids(out, *arguments):
     return dict(grids)
 
 
+def test_the_protocol_says_where_set_changed_the_evaluation_schedule():
+    preset = presets.get("epymarl_lbf")
+    published = presets.protocol_lines(preset, 0.01, 2, ["qmix.lr=0.001"])[1]
+    assert "100 greedy episodes on fixed seeds. Seeds: 2." in published
+    assert "--set" not in published
+    changed = presets.protocol_lines(preset, 0.01, 2,
+                                     ["qmix.evaluation_episodes=10", "qmix.lr=0.001"])[1]
+    assert "changed by --set: qmix.evaluation_episodes=10)" in changed
+    assert "lr" not in changed
+
+
 def test_a_preset_run_saves_each_part_as_a_grid_with_the_presets_settings(tmp_path, capsys):
     out = str(tmp_path / "lbf")
     arguments = ["--preset=epymarl_lbf", "--scale=0.001", "--seeds=2", "--set",

@@ -368,12 +368,21 @@ def scale_line(preset: Preset, scale: float) -> str:
     return f"Preset {preset.name} ({preset.title}){only} at --scale={scale:g}: {budgets}"
 
 
-def protocol_lines(preset: Preset, scale: float, seeds: int) -> List[str]:
-    """The protocol in words: source, evaluation schedule, seeds, metric, units, notes."""
+EVALUATION_FIELDS = ("evaluation_every_steps", "evaluation_episodes")
+
+
+def protocol_lines(preset: Preset, scale: float, seeds: int,
+                   changes: Sequence[str] = ()) -> List[str]:
+    """The protocol in words: source, evaluation schedule, seeds, metric, units, notes; where
+    the user's `changes` (--set items, `label.field=value`) changed the evaluation schedule,
+    the evaluation line says so and how."""
     every = scaled_steps(preset.evaluation_every_steps, scale)
+    changed = [change for change in changes
+               if change.partition("=")[0].rpartition(".")[2] in EVALUATION_FIELDS]
+    changed_note = f" (the preset's; changed by --set: {', '.join(changed)})" if changed else ""
     lines = [f"Source: {preset.source}.",
              f"Evaluation: every {every:,} executor steps, {preset.evaluation_episodes} greedy "
-             f"episodes on fixed seeds. Seeds: {seeds}. Metric: {preset.metric}.",
+             f"episodes on fixed seeds{changed_note}. Seeds: {seeds}. Metric: {preset.metric}.",
              f"Units: {preset.units}."]
     return lines + ([f"Notes: {preset.notes}"] if preset.notes else [])
 

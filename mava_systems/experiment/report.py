@@ -390,7 +390,7 @@ def write_preset_report(out: str, report_dir: str, points: int = results_lib.DEF
                          + "; ".join(f"{name}: {error}" for name, error in unfinished.items()))
     seeds = record["seeds"]
     changes = record.get("changes") or []
-    lines = [f"# {line}", "", *presets.protocol_lines(preset, record["scale"], seeds),
+    lines = [f"# {line}", "", *presets.protocol_lines(preset, record["scale"], seeds, changes),
              *([f"Changed by --set (each part's report lists its entries' settings): "
                 f"{' '.join(changes)}."] if changes else []),
              "", "## Published figures beside ours", "",
