@@ -49,7 +49,10 @@ def test_epymarl_lbf_runs_the_seven_readme_tasks_off_and_on_policy_at_epymarls_b
     assert f"tasks: {', '.join(LBF_IDS)}" in text
     # 3 value-based and 2 on-policy systems x 7 tasks x 5 seeds; on-policy budgets 10x.
     assert parts(text) == {"off_policy": (105, 2_000_000), "on_policy": (70, 20_000_000)}
-    assert "every 50,000 executor steps, 100 greedy episodes" in text and "Seeds: 5." in text
+    # EPyMARL counts on-policy steps in one of 10 environments: 10x the interval there too.
+    assert ("every 50,000 executor steps (on_policy every 500,000), 100 greedy episodes" in text
+            and "Seeds: 5." in text)
+    assert "mappo.evaluation_every_steps=500000" in text
     assert "systems: qmix, vdn, iql=madqn" in text and "systems: mappo, ippo" in text
     assert "qmix.exploration=linear:1,0.05,50000" in text
     assert "mappo.num_envs_per_executor=10" in text and "mappo.recurrent=true" in text
@@ -58,9 +61,9 @@ def test_epymarl_lbf_runs_the_seven_readme_tasks_off_and_on_policy_at_epymarls_b
                     "batch_size=10", "sequence_length=51", "num_minibatches=1"):
         assert f"ippo.{setting}" in text, setting
     assert "collecting all food gives 1.0" in text  # Units.
-    # Evaluation: a round at 0, at every 50,000 steps and at the limit, then the final
-    # evaluation of 10 rounds' episodes; 100 episodes of at most 50 steps each.
-    off_evaluation, on_evaluation = (41 + 10) * 100 * 50, (401 + 10) * 100 * 50
+    # Evaluation: a round at 0, at every 50,000 (on-policy 500,000) steps and at the limit,
+    # then the final evaluation of 10 rounds' episodes; 100 episodes of at most 50 steps each.
+    off_evaluation = on_evaluation = (41 + 10) * 100 * 50
     assert evaluation_steps(text) == {"off_policy": off_evaluation, "on_policy": on_evaluation}
     assert hours(text) == pytest.approx(
         (105 * (2e6 + off_evaluation) + 70 * (20e6 + on_evaluation)) / 300 / 3600, abs=0.1)
@@ -76,10 +79,11 @@ def test_scale_shrinks_every_budget_and_is_stated_first(capsys):
         assert f"rware/rware-{task}-v2" in text
     # RWARE's off-policy budget is 4M (on-policy 40M), x 0.01; 2 seeds asked for.
     assert parts(text) == {"off_policy": (18, 40_000), "on_policy": (12, 400_000)}
-    assert "every 500 executor steps, 100 greedy episodes" in text
+    assert "every 500 executor steps (on_policy every 5,000), 100 greedy episodes" in text
     assert "qmix.exploration=linear:1,0.05,500" in text
-    # The same number of evaluation rounds as at full scale (81 and 801), of 500-step episodes.
-    off_evaluation, on_evaluation = (81 + 10) * 100 * 500, (801 + 10) * 100 * 500
+    # The same number of evaluation rounds as at full scale (81 in both parts), of 500-step
+    # episodes.
+    off_evaluation = on_evaluation = (81 + 10) * 100 * 500
     assert evaluation_steps(text) == {"off_policy": off_evaluation, "on_policy": on_evaluation}
     assert hours(text) == pytest.approx(
         (18 * (4e4 + off_evaluation) + 12 * (4e5 + on_evaluation)) / 1000 / 2 / 3600, abs=0.1)

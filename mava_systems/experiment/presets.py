@@ -53,6 +53,9 @@ class Part:
     # Value-based entries: epsilon falls linearly from 1 to 0.05 over this many executor steps
     # (scaled with the budget; 0: the systems' own exploration).
     exploration_steps: int = 0
+    # Executor steps between evaluations, where the part's differs from the preset's (0: the
+    # preset's `evaluation_every_steps`).
+    evaluation_every_steps: int = 0
 
     @property
     def labels(self) -> List[str]:
@@ -82,6 +85,10 @@ class Preset:
     def part(self, name: str) -> Part:
         """The part called `name`."""
         return next(part for part in self.parts if part.name == name)
+
+    def evaluation_every(self, part: Part, scale: float = 1.0) -> int:
+        """Executor steps between `part`'s evaluations, x `scale`."""
+        return scaled_steps(part.evaluation_every_steps or self.evaluation_every_steps, scale)
 
 
 def _set(labels: Sequence[str], **fields: Any) -> Tuple[str, ...]:
@@ -136,14 +143,16 @@ def _epymarl(name: str, title: str, environments: Tuple[str, ...], off_policy_st
         parts=(Part("off_policy", _EPYMARL_OFF_POLICY, environments, off_policy_steps,
                     _set(labels_off, **_EPYMARL_VALUE_SETTINGS), exploration_steps=50_000),
                Part("on_policy", _EPYMARL_ON_POLICY, environments, 10 * off_policy_steps,
-                    _set(labels_on, **_EPYMARL_PPO_SETTINGS, **_epymarl_batch(episode_steps)))),
+                    _set(labels_on, **_EPYMARL_PPO_SETTINGS, **_epymarl_batch(episode_steps)),
+                    evaluation_every_steps=10 * 50_000)),
         seeds=5, evaluation_every_steps=50_000, evaluation_episodes=100,
         metric="EPyMARL's maximum return (the evaluation step with the highest mean over "
                "seeds, its mean and 95% CI) and average return (mean over all evaluations), "
                "beside the final return",
         units=units, episode_steps=episode_steps,
-        notes="On-policy budgets are 10x the off-policy ones (EPyMARL counts its on-policy "
-              "steps from one of its 10 parallel environments; we count every environment). "
+        notes="On-policy budgets and evaluation intervals are 10x the off-policy ones "
+              "(EPyMARL counts its on-policy steps from one of its 10 parallel environments; "
+              "we count every environment), so both parts have 41 evaluations. "
               "IQL is our MADQN. EPyMARL's QMIX uses RMSProp, ours Adam. No published "
               "figure is encoded: the paper's tables are not transcribed here (compare "
               "with them by hand, in the units above).",
@@ -336,7 +345,7 @@ def part_flags(preset: Preset, part: Part, scale: float, seeds: Optional[int] = 
     """The experiment command's flags for one part, by name (`systems`, `envs`, `env_module`,
     `seeds`, `max_executor_steps`, and `overrides`: the --set items): the budget and the evaluation
     interval x `scale`, so that the number of evaluations stays the published one."""
-    every = scaled_steps(preset.evaluation_every_steps, scale)
+    every = preset.evaluation_every(part, scale)
     exploration = ({"exploration": f"linear:1,0.05,{scaled_steps(part.exploration_steps, scale)}"}
                    if part.exploration_steps else {})
     return {"systems": ",".join(part.systems), "envs": ",".join(part.environments),
@@ -376,12 +385,16 @@ def protocol_lines(preset: Preset, scale: float, seeds: int,
     """The protocol in words: source, evaluation schedule, seeds, metric, units, notes; where
     the user's `changes` (--set items, `label.field=value`) changed the evaluation schedule,
     the evaluation line says so and how."""
+    intervals = {part.name: preset.evaluation_every(part, scale) for part in preset.parts}
     every = scaled_steps(preset.evaluation_every_steps, scale)
+    others = ", ".join(f"{name} every {steps:,}" for name, steps in intervals.items()
+                       if steps != every)
+    every_text = f"{every:,} executor steps" + (f" ({others})" if others else "")
     changed = [change for change in changes
                if change.partition("=")[0].rpartition(".")[2] in EVALUATION_FIELDS]
     changed_note = f" (the preset's; changed by --set: {', '.join(changed)})" if changed else ""
     lines = [f"Source: {preset.source}.",
-             f"Evaluation: every {every:,} executor steps, {preset.evaluation_episodes} greedy "
+             f"Evaluation: every {every_text}, {preset.evaluation_episodes} greedy "
              f"episodes on fixed seeds{changed_note}. Seeds: {seeds}. Metric: {preset.metric}.",
              f"Units: {preset.units}."]
     return lines + ([f"Notes: {preset.notes}"] if preset.notes else [])
@@ -399,12 +412,12 @@ def describe(preset: Preset, scale: float = 1.0, seeds: Optional[int] = None,
              steps_per_s: float = DEFAULT_STEPS_PER_S, parallel: int = 1) -> str:
     """What `--dry_run` prints: the preset's grid, its protocol and its estimated hours."""
     seeds = preset.seeds if seeds is None else seeds
-    every = scaled_steps(preset.evaluation_every_steps, scale)
     lines = [scale_line(preset, scale), *protocol_lines(preset, scale, seeds)]
     total_runs, total_steps, total_evaluation = 0, 0, 0
     for part in preset.parts:
         steps = scaled_steps(part.max_executor_steps, scale)
-        evaluation = evaluation_steps(preset, steps, every, preset.evaluation_episodes)
+        evaluation = evaluation_steps(preset, steps, preset.evaluation_every(part, scale),
+                                      preset.evaluation_episodes)
         runs = len(part.systems) * len(part.environments) * seeds
         total_runs += runs
         total_steps += runs * steps
