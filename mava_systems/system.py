@@ -162,6 +162,12 @@ class DistributedSystem:
         """What `table`'s items hold, as recorded in run.json: the repr of its signature."""
         return repr(table.info.signature)
 
+    def launch_notes(self) -> List[str]:
+        """Lines the run header adds about this configuration before launch (none here; a
+        system says, e.g., where its settings make training behave unlike what a user
+        might expect)."""
+        return []
+
     def run_config(self) -> Dict[str, Any]:
         """The settings of this launch: saved as `<run_dir>/config.json` and printed at start."""
         settings: Dict[str, Any] = {

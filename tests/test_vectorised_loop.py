@@ -415,3 +415,16 @@ def test_batched_evaluation_rounds_play_each_seeds_reference_episode(tmp_path_fa
         assert {key: row[key] for key in keys} == {key: reference[key] for key in keys}
     assert counter.get_counts() == {
         "episodes": 2 * NUM_ENVS, "steps": 2 * sum(row["episode_length"] for row in first)}
+
+
+def test_mappo_says_when_each_block_makes_several_trainer_steps(tmp_path_factory):
+    several = make_system("mappo", tmp_path_factory, num_envs_per_executor=8, batch_size=2,
+                          num_minibatches=1)
+    assert any("every block makes 4 trainer steps" in note and "--batch_size=8" in note
+               for note in several.launch_notes())
+    once = make_system("mappo", tmp_path_factory, num_envs_per_executor=8, batch_size=8,
+                       num_minibatches=1)
+    assert not any("block" in note for note in once.launch_notes())
+    split = make_system("mappo", tmp_path_factory, num_envs_per_executor=8, batch_size=2,
+                        num_minibatches=1, vectorised=False)
+    assert not any("block" in note for note in split.launch_notes())

@@ -678,7 +678,8 @@ def launch_and_wait(system: Any, launch_type: Optional[str] = None,
     from mava_systems.runs.run_directory import CONFIG_FILE, format_run_config
     from mava_systems.runs import determinism
     launch_type = launch_type or FLAGS.lp_launch_type
-    notes = [*notes, *determinism.launch_notes(system.config, system.num_executors, launch_type)]
+    notes = [*notes, *system.launch_notes(),
+             *determinism.launch_notes(system.config, system.num_executors, launch_type)]
     log_file = console.attach_run_dir(
         system.run_dir, f"==== {datetime.datetime.now():%Y-%m-%d %H:%M:%S} {shlex.join(sys.argv)}\n")
     # `kill -USR2 <pid>` prints every thread's stack: the way to see what a stuck node waits on.

@@ -1,6 +1,6 @@
 """MAPPO and IPPO: PPO for every agent, with a centralised or a decentralised critic."""
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 import tree
@@ -104,6 +104,22 @@ class MAPPO(MultiAgentSystem):
         """Every leaf of the item signature with its path, in sorted order: the signature of a
         table read back from Reverb holds its dicts in an order that varies between processes."""
         return repr(tree.flatten_with_path(table.info.signature))
+
+    def launch_notes(self) -> List[str]:
+        """Says when each executor's block of `num_envs_per_executor` sequences makes several
+        trainer steps (`batch_size` smaller than the block): the trained-on data is then that
+        many times older (policy lag, docs/architecture.md)."""
+        notes = super().launch_notes()
+        block, batch = self.config.num_envs_per_executor, self.config.batch_size
+        if self.writes_batched and batch < block:
+            notes.append(
+                f"Each executor writes blocks of {block} sequences and a trainer step takes "
+                f"{batch}: every block makes {block // batch} trainer steps, and the data "
+                f"trained on is a few blocks old (a policy lag of several times {block // batch} "
+                "trainer steps); "
+                f"--batch_size={block} trains once on each block (the MAPPO paper's "
+                "environments x 1 minibatch).")
+        return notes
 
     def executor_log_values(self, executor: Any) -> Dict[str, Any]:
         """Each executor row logs the trainer step of the policy it acted with and, for a
