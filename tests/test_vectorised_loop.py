@@ -81,6 +81,17 @@ def unbounded_server(system):
                           for table in system.replay()])
 
 
+def run_vectorised_loop(system, loop_class, executor, seeds, num_calls):
+    """Runs `loop_class` over a vectorised environment of NUM_ENVS for `num_calls` batched
+    steps: the environment steps taken, the counter's counts and the executor's step count."""
+    counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
+    loop = loop_class(system.vectorised_environment(NUM_ENVS), executor, seeds, counter=counter)
+    loop.run(num_steps=1)
+    taken = NUM_ENVS + sum(loop.step() for _ in range(num_calls - 1))
+    loop.counting.flush()
+    return taken, counter.get_counts(), executor.num_steps
+
+
 @pytest.fixture(scope="module")
 def client(system):
     """A client of a server with the system's tables, unbounded (nothing consumes the items)."""
@@ -300,13 +311,7 @@ def test_the_unsplit_loop_writes_what_the_split_loop_writes(config, tmp_path_fac
     environment = system.vectorised_environment(NUM_ENVS)
 
     def run(loop_class, executor):
-        counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
-        loop = loop_class(system.vectorised_environment(NUM_ENVS), executor, seeds,
-                          counter=counter)
-        loop.run(num_steps=1)
-        taken = NUM_ENVS + sum(loop.step() for _ in range(num_calls - 1))
-        loop.counting.flush()
-        return taken, counter.get_counts(), executor.num_steps
+        return run_vectorised_loop(system, loop_class, executor, seeds, num_calls)
 
     split_client, unsplit_client = RecordingClient(client), RecordingClient(client)
     split = system.multi_environment_executor(networks, {}, split_client, None, seeds,
@@ -348,13 +353,8 @@ def test_the_unsplit_value_based_loop_writes_what_the_split_loop_writes(config,
     num_calls = 2 * EPISODE_LIMIT + 20
 
     def run(loop_class, executor):
-        counter = ExecutorCounter(counting.Counter(), 0, time_delta=0.0)
-        loop = loop_class(system.vectorised_environment(NUM_ENVS), executor, seeds,
-                          counter=counter)
-        loop.run(num_steps=1)
-        taken = NUM_ENVS + sum(loop.step() for _ in range(num_calls - 1))
-        loop.counting.flush()
-        return taken, counter.get_counts(), executor.num_steps, executor.epsilon
+        return (*run_vectorised_loop(system, loop_class, executor, seeds, num_calls),
+                executor.epsilon)
 
     split_client, unsplit_client = RecordingClient(client), RecordingClient(client)
     split = system.multi_environment_executor(networks, exploration(system), split_client, None,
